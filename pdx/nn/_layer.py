@@ -1,0 +1,414 @@
+"""`Layer`: Paddle's `nn.Layer` API on a `flax.nnx.Module`.
+
+A Layer owns its parameters (`nnx.Param`) and buffers (`Buffer`, e.g. batch
+norm statistics) as nnx Variables, so the same object runs eagerly (values are
+mutable, print works) and splits into `(graphdef, state)` for `pdx.jit`,
+checkpointing and sharding. Names follow Paddle: `state_dict()` keys are the
+dotted attribute paths (`"0.weight"`, `"bn._mean"`), in definition order.
+
+Every parameter carries logical axis names (`axis_names`, stored as nnx
+`sharding_names` metadata) that a parallel config maps to mesh axes; layers
+never mention mesh axes.
+
+Example:
+    >>> import pdx
+    >>> class Net(pdx.nn.Layer):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = pdx.nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return self.fc(x)
+    >>> net = Net()
+    >>> [name for name, _ in net.named_parameters()]
+    ['fc.weight', 'fc.bias']
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from pdx import _random
+from pdx._dtype import convert_dtype, default_float
+
+__all__ = ["Buffer", "Layer", "ParamAttr", "as_rngs", "structure_epoch"]
+
+
+class Buffer(nnx.Variable):
+    """A non-trainable tensor owned by a Layer (Paddle's `register_buffer`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamAttr:
+    """Paddle's `ParamAttr`: how a parameter is created and trained.
+
+    Args:
+      name: an optional name (kept as metadata; state_dict keys are structural).
+      initializer: an initializer from `pdx.nn.initializer`.
+      learning_rate: per-parameter learning-rate multiplier.
+      regularizer: a `pdx.regularizer.L2Decay`/`L1Decay` overriding the optimizer's.
+      trainable: False freezes the parameter (no gradient, no update).
+      need_clip: False exempts it from gradient clipping.
+
+    Example:
+      >>> import pdx
+      >>> attr = pdx.ParamAttr(initializer=pdx.nn.initializer.Constant(0.5))
+      >>> pdx.nn.Linear(2, 2, weight_attr=attr).weight[...][0, 0].item()
+      0.5
+    """
+
+    name: str | None = None
+    initializer: Any = None
+    learning_rate: float = 1.0
+    regularizer: Any = None
+    trainable: bool = True
+    do_model_average: bool = False
+    need_clip: bool = True
+
+
+_structure = {"epoch": 0}
+_static_layers: "weakref.WeakKeyDictionary[Layer, Callable]" = weakref.WeakKeyDictionary()
+
+
+def structure_epoch() -> int:
+    """A counter bumped whenever any Layer gains, loses or swaps a sublayer,
+    parameter or static attribute; `pdx.jit` re-reads a model's structure when
+    it changed instead of walking the graph on every call."""
+    return _structure["epoch"]
+
+
+def as_rngs(rngs) -> nnx.Rngs | None:
+    """Normalize a layer's `rngs=` keyword: None, an int seed, a key or nnx.Rngs."""
+    if rngs is None or isinstance(rngs, nnx.Rngs):
+        return rngs
+    if isinstance(rngs, (int, np.integer)) or isinstance(rngs, jax.Array):
+        return nnx.Rngs(rngs)
+    raise TypeError(f"rngs= must be None, an int seed, a jax key or flax.nnx.Rngs; got {type(rngs).__name__}")
+
+
+def _param_key(rngs: nnx.Rngs | None) -> jax.Array:
+    if rngs is not None:
+        return rngs.params()
+    return _random.next_key(None, op="parameter initialization")
+
+
+def _to_array(value, *, name: str) -> jax.Array:
+    if isinstance(value, nnx.Variable):
+        value = value.get_value()
+    if not isinstance(value, (jax.Array, np.ndarray)) and hasattr(value, "numpy"):
+        value = value.numpy()  # a paddle / torch tensor
+    try:
+        return jnp.asarray(value)
+    except TypeError as e:
+        raise TypeError(f"state_dict entry {name!r} is not array-like: {type(value).__name__}") from e
+
+
+def _is_child(value) -> bool:
+    return isinstance(value, nnx.Module)
+
+
+def _iter_attributes(node) -> Iterator[tuple[str, Any]]:
+    """(name, value) of a graph node's attributes in definition order."""
+    if isinstance(node, (nnx.List, list, tuple)):
+        yield from ((str(i), v) for i, v in enumerate(node))
+        return
+    if isinstance(node, (nnx.Dict, dict)):
+        yield from ((str(k), v) for k, v in node.items())
+        return
+    for name, value in vars(node).items():
+        if not name.startswith(("_pytree__", "_object__")):
+            yield name, value
+
+
+_CONTAINERS = (nnx.List, nnx.Dict)
+
+_PLAIN_LIST_OF_LAYERS = (
+    "attribute {name!r} of {owner} is a plain {kind} holding Layers; Paddle would not "
+    "register their parameters either. Use pdx.nn.LayerList([...]) (or LayerDict / "
+    "Sequential) so the parameters are trained, saved and sharded."
+)
+
+
+class Layer(nnx.Module):
+    """Base class of all pdx layers (Paddle's `paddle.nn.Layer`).
+
+    Subclasses call `super().__init__()`, create parameters with
+    `create_parameter` (or assign sublayers) and implement `forward`.
+    Differences from Paddle: there is no `loss.backward()` and no `.grad` on
+    parameters — use `pdx.grad` / `pdx.value_and_grad`, then `opt.step(grads)`.
+    """
+
+    training = True  # class defaults: a subclass that skips super().__init__() still works
+    _dtype = None
+    _full_name = None
+
+    def __init__(self, name_scope: str | None = None, dtype="float32"):
+        self.training = True
+        self._full_name = name_scope or type(self).__name__.lower()
+        self._dtype = convert_dtype(dtype) if dtype is not None else default_float()
+
+    # -- attribute bookkeeping -------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, (list, tuple)) and any(isinstance(v, nnx.Module) for v in value):
+            raise TypeError(_PLAIN_LIST_OF_LAYERS.format(
+                name=name, owner=type(self).__name__, kind=type(value).__name__))
+        _structure["epoch"] += 1
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _structure["epoch"] += 1
+        super().__delattr__(name)
+
+    # -- calling ---------------------------------------------------------------
+    def __call__(self, *inputs, **kwargs):
+        static = _static_layers.get(self) if _static_layers else None
+        if static is not None:
+            return static(*inputs, **kwargs)
+        return self.forward(*inputs, **kwargs)
+
+    def forward(self, *inputs, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement forward(...)")
+
+    # -- creation ----------------------------------------------------------------
+    def create_parameter(self, shape, attr=None, dtype=None, is_bias=False,
+                         default_initializer=None, *, axis_names=None, rngs=None) -> nnx.Param:
+        """Create a parameter (Paddle's `Layer.create_parameter`).
+
+        Args:
+          shape: the parameter shape.
+          attr: None, a `ParamAttr`, an initializer, or False (returns None, "no parameter").
+          dtype: defaults to the layer's dtype.
+          is_bias: default initializer Constant(0) instead of XavierUniform.
+          default_initializer: used when `attr` names no initializer.
+          axis_names: logical axis names, one per dim (e.g. ("embed", "mlp")).
+          rngs: optional nnx.Rngs / seed; else the global generator (`pdx.seed`).
+
+        Returns:
+          An `nnx.Param` (assign it to an attribute to register it).
+        """
+        from pdx.nn import initializer as init_lib
+
+        if attr is False:
+            return None
+        if attr is None or attr is True:
+            attr = ParamAttr()
+        elif isinstance(attr, init_lib.Initializer):
+            attr = ParamAttr(initializer=attr)
+        elif isinstance(attr, str):
+            attr = ParamAttr(name=attr)
+        elif not isinstance(attr, ParamAttr):
+            raise TypeError(f"attr must be None, False, a ParamAttr or an initializer; got {attr!r}")
+        shape = tuple(int(s) for s in shape)
+        if axis_names is not None and len(axis_names) != len(shape):
+            raise ValueError(f"create_parameter: axis_names={axis_names} must name each of the {len(shape)} dims of shape={shape}")
+        initializer = attr.initializer or default_initializer
+        if initializer is None:
+            initializer = init_lib.Constant(0.0) if is_bias else init_lib.XavierUniform()
+        dtype = convert_dtype(dtype or self._dtype or default_float())
+        value = initializer(_param_key(rngs), shape, dtype)
+        metadata = {}
+        if axis_names is not None:
+            metadata.update(sharding_names=tuple(axis_names), eager_sharding=False)
+        if attr != ParamAttr():
+            metadata.update(trainable=attr.trainable, learning_rate=attr.learning_rate,
+                            regularizer=attr.regularizer, need_clip=attr.need_clip)
+            if attr.name:
+                metadata["name"] = attr.name
+        return nnx.Param(value, **metadata)
+
+    def add_parameter(self, name: str, parameter: nnx.Param) -> nnx.Param:
+        """Register `parameter` under `name` (Paddle's `add_parameter`)."""
+        if not isinstance(parameter, nnx.Param):
+            raise TypeError(f"add_parameter({name!r}, ...) needs an nnx.Param from create_parameter; got {type(parameter).__name__}")
+        setattr(self, name, parameter)
+        return parameter
+
+    def register_buffer(self, name: str, tensor, persistable: bool = True) -> Buffer:
+        """Register a non-trainable tensor (saved in state_dict if persistable)."""
+        buf = Buffer(jnp.asarray(tensor), persistable=persistable)
+        setattr(self, name, buf)
+        return buf
+
+    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
+        """Register `sublayer` under `name` (Paddle's `add_sublayer`)."""
+        if not isinstance(sublayer, nnx.Module):
+            raise TypeError(f"add_sublayer({name!r}, ...) needs a Layer; got {type(sublayer).__name__}")
+        setattr(self, name, sublayer)
+        return sublayer
+
+    # -- traversal -----------------------------------------------------------------
+    def named_children(self) -> Iterator[tuple[str, "Layer"]]:
+        """Direct sublayers as (name, layer), in definition order."""
+        for name, value in _iter_attributes(self):
+            if _is_child(value):
+                yield name, value
+            elif isinstance(value, _CONTAINERS):
+                for sub, v in _iter_attributes(value):
+                    if _is_child(v):
+                        yield f"{name}.{sub}", v
+
+    def children(self) -> Iterator["Layer"]:
+        for _, layer in self.named_children():
+            yield layer
+
+    def named_sublayers(self, prefix: str = "", include_self: bool = False, layers_set=None):
+        """All sublayers, depth first, as (dotted name, layer), each once."""
+        seen = set() if layers_set is None else layers_set
+        if include_self and id(self) not in seen:
+            seen.add(id(self))
+            yield prefix, self
+        for name, child in self.named_children():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            full = f"{prefix}.{name}" if prefix else name
+            yield full, child
+            if isinstance(child, Layer):
+                yield from child.named_sublayers(prefix=full, include_self=False, layers_set=seen)
+
+    def sublayers(self, include_self: bool = False) -> list["Layer"]:
+        return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def _named_variables(self, kind, include_sublayers: bool = True):
+        seen: set[int] = set()
+        layers = self.named_sublayers(include_self=True) if include_sublayers else [("", self)]
+        for prefix, layer in layers:
+            for name, value in _iter_attributes(layer):
+                if isinstance(value, kind) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield (f"{prefix}.{name}" if prefix else name), value
+
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True):
+        """(dotted name, nnx.Param) pairs, shared parameters once."""
+        for name, p in self._named_variables(nnx.Param, include_sublayers):
+            yield (f"{prefix}.{name}" if prefix else name), p
+
+    def parameters(self, include_sublayers: bool = True) -> list[nnx.Param]:
+        """The parameters (nnx.Param variables; read with `p[...]`)."""
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    def named_buffers(self, prefix: str = "", include_sublayers: bool = True):
+        for name, b in self._named_variables(Buffer, include_sublayers):
+            yield (f"{prefix}.{name}" if prefix else name), b
+
+    def buffers(self, include_sublayers: bool = True) -> list[Buffer]:
+        return [b for _, b in self.named_buffers(include_sublayers=include_sublayers)]
+
+    def apply(self, fn: Callable[["Layer"], None]) -> "Layer":
+        """Call `fn` on every sublayer and then on self (Paddle order)."""
+        for layer in self.sublayers():
+            fn(layer)
+        fn(self)
+        return self
+
+    # -- modes -------------------------------------------------------------------------
+    def train(self) -> "Layer":
+        """Training mode for self and all sublayers (dropout on, batch statistics)."""
+        for layer in self.sublayers(include_self=True):
+            if isinstance(layer, Layer):
+                layer.training = True
+        return self
+
+    def eval(self) -> "Layer":
+        """Inference mode for self and all sublayers (dropout off, running statistics)."""
+        for layer in self.sublayers(include_self=True):
+            if isinstance(layer, Layer):
+                layer.training = False
+        return self
+
+    # -- state ---------------------------------------------------------------------------
+    def state_dict(self, include_sublayers: bool = True, structured_name_prefix: str = "") -> dict:
+        """Parameters and persistable buffers by dotted name (Paddle layout).
+
+        Returns:
+          An OrderedDict name -> jax.Array (the current values).
+        """
+        out = collections.OrderedDict()
+        kinds = (nnx.Param, Buffer)
+        for name, var in self._named_variables(kinds, include_sublayers):
+            if isinstance(var, Buffer) and not var.get_metadata().get("persistable", True):
+                continue
+            out[structured_name_prefix + name] = var.get_value()
+        return out
+
+    def set_state_dict(self, state_dict, use_structured_name: bool = True):
+        """Load values by name; shapes must match, dtypes are cast to the layer's.
+
+        Accepts jax/numpy arrays or paddle tensors (e.g. `paddle.load(...)`).
+
+        Returns:
+          (missing_keys, unexpected_keys), as Paddle does.
+        """
+        if not hasattr(state_dict, "items"):
+            raise TypeError(f"set_state_dict needs a mapping name -> tensor; got {type(state_dict).__name__}")
+        own = dict(self._named_variables((nnx.Param, Buffer)))
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        updates = []
+        for name, var in own.items():
+            if name not in state_dict:
+                continue
+            value = _to_array(state_dict[name], name=name)
+            current = var.get_value()
+            if tuple(value.shape) != tuple(current.shape):
+                raise ValueError(
+                    f"set_state_dict: {name!r} has shape {tuple(value.shape)} in the given state_dict "
+                    f"but {tuple(current.shape)} in {type(self).__name__}; nothing was loaded"
+                )
+            updates.append((var, value.astype(current.dtype)))
+        for var, value in updates:  # all shapes checked first: a bad dict loads nothing
+            var.set_value(value)
+        return missing, unexpected
+
+    load_dict = set_state_dict
+    set_dict = set_state_dict
+
+    def to(self, device=None, dtype=None, blocking=None) -> "Layer":
+        """Cast floating parameters and buffers to `dtype` (device placement is
+        JAX's: use `jax.device_put` or pdx.parallel shardings)."""
+        if dtype is not None:
+            dt = convert_dtype(dtype)
+            for _, var in self._named_variables((nnx.Param, Buffer)):
+                value = var.get_value()
+                if jnp.issubdtype(value.dtype, jnp.floating):
+                    var.set_value(value.astype(dt))
+            for layer in self.sublayers(include_self=True):
+                if isinstance(layer, Layer):
+                    layer._dtype = dt
+        return self
+
+    def astype(self, dtype) -> "Layer":
+        return self.to(dtype=dtype)
+
+    def float(self) -> "Layer":
+        return self.to(dtype="float32")
+
+    def full_name(self) -> str:
+        return self._full_name or type(self).__name__.lower()
+
+    def clear_gradients(self, set_to_zero: bool = True) -> None:
+        """No-op kept for ported Paddle loops: pdx never stores gradients on
+        parameters (they are returned by `pdx.grad`)."""
+
+    # -- repr ------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        children = list(self.named_children())
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not children:
+            return head + ")"
+        lines = [head]
+        for name, child in children:
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + "\n)"
