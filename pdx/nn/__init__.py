@@ -1,5 +1,6 @@
 """pdx.nn: Layer (on flax.nnx), layers, initializers and functional ops."""
 
-from pdx.nn import functional
+from pdx.nn import axes, functional, initializer
+from pdx.nn._layer import Buffer, Layer, ParamAttr
 
-__all__ = ["functional"]
+__all__ = ["Buffer", "Layer", "ParamAttr", "axes", "functional", "initializer"]

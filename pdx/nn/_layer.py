@@ -399,6 +399,9 @@ class Layer(nnx.Module):
         parameters (they are returned by `pdx.grad`)."""
 
     # -- repr ------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        return self.__repr__()
+
     def extra_repr(self) -> str:
         return ""
 
