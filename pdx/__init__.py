@@ -1,18 +1,32 @@
-"""pdx: Paddle-style deep learning on a pure-functional JAX/XLA core."""
+"""pdx: Paddle-style deep learning on a pure-functional JAX/XLA core.
 
-from pdx import ops
+Eager by default (ops run on `jax.Array`s one by one), compiled on request
+with `pdx.jit`. Paddle's tensor ops live at the top level (`pdx.concat`,
+`pdx.matmul`, ...); layers in `pdx.nn`, optimizers in `pdx.optimizer`.
+"""
+
+from pdx import jit, nn, ops, static
+from pdx._autograd import Gradients, grad, value_and_grad
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._random import get_rng_state, seed, set_rng_state
+from pdx.nn._layer import ParamAttr
 from pdx.ops import *  # noqa: F401,F403  (Paddle puts its tensor ops at top level)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Gradients",
+    "ParamAttr",
     "__version__",
     "get_default_dtype",
     "get_rng_state",
+    "grad",
+    "jit",
+    "nn",
     "ops",
     "seed",
     "set_default_dtype",
     "set_rng_state",
+    "static",
+    "value_and_grad",
 ] + list(ops.__all__)

@@ -171,7 +171,7 @@ class Layer(nnx.Module):
     def __call__(self, *inputs, **kwargs):
         static = _static_layers.get(self) if _static_layers else None
         if static is not None:
-            return static(*inputs, **kwargs)
+            return static(self, *inputs, **kwargs)
         return self.forward(*inputs, **kwargs)
 
     def forward(self, *inputs, **kwargs):

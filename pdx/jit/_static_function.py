@@ -1,0 +1,308 @@
+"""`pdx.jit` / `pdx.jit.to_static`: compile eager code with XLA.
+
+A `StaticFunction` wraps a Python function. On a call it finds the stateful
+graph objects the function touches — Layers and optimizers passed as
+arguments, the `self` of a method, and Layers/optimizers the function reaches
+through closures or module globals (Paddle scripts are written that way) —
+and threads their nnx Variables through one `jax.jit`-compiled call:
+
+    values = [v.raw for v in variables]          # flat, cached variable list
+    out, updates = jitted(values, dynamic args)  # one XLA executable per signature
+    for i, new in updates: variables[i].raw = new   # mutations persist
+
+While tracing, each Variable temporarily holds its tracer (and a trace state
+valid for this trace), so user code runs unchanged on the real objects:
+reading `self.weight`, updating BatchNorm statistics, stepping an optimizer.
+Only the Variables the function actually changed come back as outputs.
+
+The variable list is computed once per set of objects and re-read only when a
+Layer's structure changed (`pdx.nn._layer.structure_epoch`), so a compiled
+call costs about what a hand-written `jax.jit` call does.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from flax import errors as nnx_errors
+
+from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
+from pdx.jit._input_spec import InputSpec, check_inputs
+from pdx.nn import _layer
+
+__all__ = ["StaticFunction", "enable_to_static", "not_to_static", "to_static"]
+
+_settings = {"enabled": True}
+
+_UNTHREADED_STATE = (
+    "pdx.jit: {fn} mutated a Layer/optimizer that pdx.jit could not see ({cause}). "
+    "pdx.jit threads Layers and optimizers that are passed as top-level arguments, "
+    "are the `self` of a decorated method, or are referenced by name from the function "
+    "(closure variables or module globals, including helper functions it calls). Pass "
+    "the object as an argument instead of hiding it inside a list/dict/attribute."
+)
+
+
+def enable_to_static(enable: bool) -> None:
+    """Globally turn compilation on or off (Paddle's `paddle.jit.enable_to_static`).
+
+    With `False`, every `pdx.jit` function runs eagerly — print, pdb and
+    numpy work inside — which is the first thing to try when debugging.
+    """
+    if not isinstance(enable, bool):
+        raise TypeError(f"enable_to_static(enable) needs a bool; got {enable!r}")
+    _settings["enabled"] = enable
+
+
+def not_to_static(fn: Callable) -> Callable:
+    """Mark `fn` to be left as written when `pdx.jit` converts the code that calls it.
+
+    It is still traced (and compiled) as part of the caller; only source
+    conversion of Python control flow skips it.
+    """
+    fn.__pdx_not_to_static__ = True
+    return fn
+
+
+def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
+    """Where `fn` (and the global helper functions it calls) can reach graph
+    objects by name: (globals dict, name) or (closure cell, None) pairs."""
+    refs: list = []
+    seen_code: set[int] = set()
+
+    def visit(func):
+        code = getattr(func, "__code__", None)
+        if code is None or id(code) in seen_code:
+            return
+        seen_code.add(id(code))
+        for cell in getattr(func, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # empty cell
+                continue
+            if is_graph_node(value):
+                refs.append((cell, None))
+            elif isinstance(value, types.FunctionType):
+                visit(value)
+        g = getattr(func, "__globals__", {})
+        codes = [code]
+        while codes:  # names used by nested functions/lambdas/comprehensions too
+            c = codes.pop()
+            for name in c.co_names:
+                value = g.get(name)
+                if is_graph_node(value):
+                    refs.append((g, name))
+                elif isinstance(value, types.FunctionType) and not _is_library(value):
+                    visit(value)
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+    visit(inspect.unwrap(fn))
+    unique, keys = [], set()
+    for ref in refs:
+        key = (id(ref[0]), ref[1])
+        if key not in keys:
+            keys.add(key)
+            unique.append(ref)
+    return unique
+
+
+def _is_library(func) -> bool:
+    module = getattr(func, "__module__", None) or ""
+    return module.split(".")[0] in ("pdx", "jax", "flax", "optax", "numpy")
+
+
+class StaticFunction:
+    """A function compiled by `pdx.jit`; call it like the original.
+
+    Attributes:
+      dygraph_function: the original Python function.
+    """
+
+    def __init__(self, function: Callable, *, input_spec: Sequence[InputSpec] | None = None,
+                 static_argnames: Sequence[str] = (), donate_state: bool = False,
+                 full_graph: bool = False, backend: str | None = None):
+        if not callable(function):
+            raise TypeError(f"pdx.jit needs a function, method or Layer; got {type(function).__name__}")
+        functools.update_wrapper(self, function)
+        self.dygraph_function = function
+        self._input_spec = list(input_spec) if input_spec is not None else None
+        self._full_graph = full_graph
+        self._donate_state = donate_state
+        self._static_argnames = tuple(static_argnames)
+        try:
+            params = list(inspect.signature(function).parameters)
+        except (TypeError, ValueError):
+            params = []
+        unknown = [n for n in self._static_argnames if n not in params]
+        if unknown and not any(p for p in params if p == "kwargs"):
+            raise ValueError(f"pdx.jit: static_argnames {unknown} are not parameters of "
+                             f"{getattr(function, '__qualname__', function)}; its parameters are {params}")
+        self._static_pos = {params.index(n): n for n in self._static_argnames if n in params}
+        self._free_refs: list | None = None
+        self._graph: Graph | None = None
+        self._graph_ids: dict = {}
+        self._current: Graph | None = None
+        self._objs: tuple = ()
+        self._jitted = jax.jit(self._traced, static_argnums=(0,),
+                               donate_argnums=(1,) if donate_state else (), backend=backend)
+
+    # Decorating a method in a class body: bind like a function would.
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        return functools.partial(self, instance)
+
+    def __repr__(self) -> str:
+        return f"StaticFunction({getattr(self.dygraph_function, '__qualname__', self.dygraph_function)})"
+
+    # -- the call path (kept lean: this is per-step overhead) ---------------------
+    def _prepare(self, args, kwargs):
+        objs: list = []
+        dyn_args: list = []
+        layout: list = []
+        static_pos = self._static_pos
+        for i, a in enumerate(args):
+            if is_graph_node(a):
+                layout.append(("g", len(objs)))
+                objs.append(a)
+                dyn_args.append(None)
+            elif i in static_pos:
+                layout.append(("s", a))
+                dyn_args.append(None)
+            else:
+                layout.append(None)
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        kw_layout = []
+        for k, v in kwargs.items():
+            if is_graph_node(v):
+                kw_layout.append((k, "g", len(objs)))
+                objs.append(v)
+            elif k in self._static_argnames:
+                kw_layout.append((k, "s", v))
+            else:
+                dyn_kwargs[k] = v
+        free = self._free_refs
+        if free is None:
+            free = self._free_refs = _free_graph_refs(self.dygraph_function)
+        for holder, name in free:
+            obj = holder[name] if name is not None else holder.cell_contents
+            if is_graph_node(obj) and not any(obj is o for o in objs):
+                objs.append(obj)
+        objs = tuple(objs)
+        graph = self._graph
+        epoch = _layer.structure_epoch()
+        if graph is None or graph.epoch != epoch or graph.ids != tuple(map(id, objs)):
+            graph = self._graph = Graph(objs, epoch, self._graph_ids)
+        static = (graph.graph_id, tuple(layout), tuple(kw_layout))
+        return graph, objs, static, dyn_args, dyn_kwargs
+
+    def __call__(self, *args, **kwargs):
+        if not _settings["enabled"]:
+            return self.dygraph_function(*args, **kwargs)
+        if self._input_spec is not None:
+            check_inputs(self._input_spec, args, fn=self.__name__)
+        graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        values = [v.get_raw_value() for v in graph.variables]
+        self._current, self._objs = graph, objs
+        try:
+            out, updates = self._jitted(static, values, dyn_args, dyn_kwargs)
+        finally:
+            self._current, self._objs = None, ()
+        if updates:
+            graph.write(updates)
+        if self._graph is not None and self._graph is graph:
+            graph.epoch = _layer.structure_epoch()  # tracing may construct helper layers
+        return out
+
+    def lower(self, *args, **kwargs):
+        """`jax.stages.Lowered` for these inputs (StableHLO via `.as_text()`)."""
+        graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        values = graph.values()
+        self._current, self._objs = graph, objs
+        try:
+            return self._jitted.lower(static, values, dyn_args, dyn_kwargs)
+        finally:
+            self._current, self._objs = None, ()
+
+    def cache_size(self) -> int:
+        """How many times the function was traced (one per input signature)."""
+        return self._jitted._cache_size()
+
+    # -- the traced body ----------------------------------------------------------------
+    def _traced(self, static, values, dyn_args, dyn_kwargs):
+        _, layout, kw_layout = static
+        graph, objs = self._current, self._objs
+        args = []
+        for slot, a in zip(layout, dyn_args):
+            if slot is None:
+                args.append(a)
+            elif slot[0] == "g":
+                args.append(objs[slot[1]])
+            else:
+                args.append(slot[1])
+        kwargs = dict(dyn_kwargs)
+        for k, kind, v in kw_layout:
+            kwargs[k] = objs[v] if kind == "g" else v
+
+        try:
+            out, new_values = run_with_values(graph, values, self.dygraph_function, *args, **kwargs)
+        except nnx_errors.TraceContextError as e:
+            raise RuntimeError(_UNTHREADED_STATE.format(fn=self.__name__, cause=e)) from e
+        if self._donate_state:
+            updates = dict(enumerate(new_values))
+        else:
+            updates = {i: new for i, (new, old) in enumerate(zip(new_values, values))
+                       if not same_leaves(new, old)}
+        return out, updates
+
+
+def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
+              full_graph: bool = False, *, static_argnames: Sequence[str] = (),
+              donate_state: bool = False):
+    """Compile a function, method or Layer with XLA (Paddle's `paddle.jit.to_static`).
+
+    Usable as `@pdx.jit`, `@pdx.jit(...)`, `@pdx.jit.to_static` or
+    `pdx.jit(layer)` (compiles the layer's forward in place and returns the layer).
+
+    Args:
+      function: the function, bound method or Layer.
+      input_spec: optional list of `pdx.static.InputSpec`; inputs are checked
+        against it (rank, static dims, dtype) with a clear error.
+      build_strategy: accepted for Paddle compatibility; XLA decides fusion.
+      backend: an XLA backend name ('cpu', 'gpu', 'tpu'); default: JAX's default.
+      full_graph: Paddle's flag; pdx always compiles the whole function.
+      static_argnames: arguments that are Python values baked into the trace
+        (one compilation per distinct value).
+      donate_state: let XLA reuse the buffers of threaded parameters and
+        optimizer state for their new values (saves memory in training steps;
+        old arrays read before the call become invalid).
+
+    Returns:
+      A `StaticFunction` (or the Layer, for a Layer).
+
+    Example:
+      >>> import pdx, jax.numpy as jnp
+      >>> net = pdx.nn.Linear(3, 2)
+      >>> @pdx.jit
+      ... def f(x):
+      ...     return pdx.nn.functional.relu(net(x))
+      >>> f(jnp.ones((4, 3))).shape
+      (4, 2)
+    """
+    options = dict(input_spec=input_spec, static_argnames=static_argnames,
+                   donate_state=donate_state, full_graph=full_graph, backend=backend)
+    if function is None:
+        return lambda fn: to_static(fn, **{k: v for k, v in options.items() if k != "backend"},
+                                    backend=backend)
+    if isinstance(function, StaticFunction):
+        return function
+    if isinstance(function, _layer.Layer):
+        _layer._static_layers[function] = StaticFunction(type(function).forward, **options)
+        return function
+    return StaticFunction(function, **options)
