@@ -48,6 +48,13 @@ _UNTHREADED_STATE = (
 )
 
 
+_NESTED_STATE = (
+    "pdx.jit: {fn} got a Layer/optimizer inside a list/tuple/dict ({where}). Its "
+    "changes (parameters, BatchNorm statistics, optimizer state) could not be carried "
+    "out of the compiled call. Pass each Layer/optimizer as its own argument."
+)
+
+
 def enable_to_static(enable: bool) -> None:
     """Globally turn compilation on or off (Paddle's `paddle.jit.enable_to_static`).
 
@@ -109,6 +116,12 @@ def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
             keys.add(key)
             unique.append(ref)
     return unique
+
+
+def _reject_nested_state(container, where: str, fn: str) -> None:
+    items = container.values() if isinstance(container, dict) else container
+    if any(is_graph_node(x) for x in items):
+        raise TypeError(_NESTED_STATE.format(fn=fn, where=where))
 
 
 def _is_library(func) -> bool:
@@ -175,6 +188,8 @@ class StaticFunction:
                 layout.append(("s", a))
                 dyn_args.append(None)
             else:
+                if isinstance(a, (list, tuple, dict)):
+                    _reject_nested_state(a, f"argument {i}", self.__name__)
                 layout.append(None)
                 dyn_args.append(a)
         dyn_kwargs = {}
@@ -186,6 +201,8 @@ class StaticFunction:
             elif k in self._static_argnames:
                 kw_layout.append((k, "s", v))
             else:
+                if isinstance(v, (list, tuple, dict)):
+                    _reject_nested_state(v, f"argument {k!r}", self.__name__)
                 dyn_kwargs[k] = v
         free = self._free_refs
         if free is None:
