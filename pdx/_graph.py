@@ -29,10 +29,10 @@ class Graph:
     """The Variables and graph nodes reachable from a tuple of objects, each once,
     in a deterministic order."""
 
-    __slots__ = ("ids", "epoch", "variables", "nodes", "graph_id")
+    __slots__ = ("objs", "epoch", "variables", "nodes", "graph_id")
 
     def __init__(self, objs: Sequence, epoch: int = 0, graph_ids: dict | None = None):
-        self.ids = tuple(id(o) for o in objs)
+        self.objs = list(objs)
         self.epoch = epoch
         self.variables: list[nnx.Variable] = []
         self.nodes: list[nnx.Pytree] = []

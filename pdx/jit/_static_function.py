@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 from flax import errors as nnx_errors
+from flax import nnx
 
 from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
 from pdx.jit._input_spec import InputSpec, check_inputs
@@ -118,6 +120,11 @@ def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
     return unique
 
 
+_GraphNode = nnx.Pytree
+_CONTAINERS = (list, tuple, dict)
+_raw_value = operator.attrgetter("_raw_value")
+
+
 def _reject_nested_state(container, where: str, fn: str) -> None:
     items = container.values() if isinstance(container, dict) else container
     if any(is_graph_node(x) for x in items):
@@ -176,47 +183,47 @@ class StaticFunction:
     # -- the call path (kept lean: this is per-step overhead) ---------------------
     def _prepare(self, args, kwargs):
         objs: list = []
-        dyn_args: list = []
-        layout: list = []
+        dyn_args = list(args)
+        layout = None
         static_pos = self._static_pos
         for i, a in enumerate(args):
-            if is_graph_node(a):
-                layout.append(("g", len(objs)))
+            if isinstance(a, _GraphNode):
+                layout = layout or [None] * len(args)
+                layout[i] = ("g", len(objs))
                 objs.append(a)
-                dyn_args.append(None)
+                dyn_args[i] = None
             elif i in static_pos:
-                layout.append(("s", a))
-                dyn_args.append(None)
-            else:
-                if isinstance(a, (list, tuple, dict)):
-                    _reject_nested_state(a, f"argument {i}", self.__name__)
-                layout.append(None)
-                dyn_args.append(a)
-        dyn_kwargs = {}
-        kw_layout = []
-        for k, v in kwargs.items():
-            if is_graph_node(v):
-                kw_layout.append((k, "g", len(objs)))
-                objs.append(v)
-            elif k in self._static_argnames:
-                kw_layout.append((k, "s", v))
-            else:
-                if isinstance(v, (list, tuple, dict)):
-                    _reject_nested_state(v, f"argument {k!r}", self.__name__)
-                dyn_kwargs[k] = v
+                layout = layout or [None] * len(args)
+                layout[i] = ("s", a)
+                dyn_args[i] = None
+            elif isinstance(a, _CONTAINERS):
+                _reject_nested_state(a, f"argument {i}", self.__name__)
+        dyn_kwargs = kwargs
+        kw_layout = ()
+        if kwargs:
+            dyn_kwargs, kw_layout = {}, []
+            for k, v in kwargs.items():
+                if isinstance(v, _GraphNode):
+                    kw_layout.append((k, "g", len(objs)))
+                    objs.append(v)
+                elif k in self._static_argnames:
+                    kw_layout.append((k, "s", v))
+                else:
+                    if isinstance(v, _CONTAINERS):
+                        _reject_nested_state(v, f"argument {k!r}", self.__name__)
+                    dyn_kwargs[k] = v
+            kw_layout = tuple(kw_layout)
         free = self._free_refs
         if free is None:
             free = self._free_refs = _free_graph_refs(self.dygraph_function)
         for holder, name in free:
             obj = holder[name] if name is not None else holder.cell_contents
-            if is_graph_node(obj) and not any(obj is o for o in objs):
+            if isinstance(obj, _GraphNode) and obj not in objs:  # nnx objects compare by identity
                 objs.append(obj)
-        objs = tuple(objs)
         graph = self._graph
-        epoch = _layer.structure_epoch()
-        if graph is None or graph.epoch != epoch or graph.ids != tuple(map(id, objs)):
-            graph = self._graph = Graph(objs, epoch, self._graph_ids)
-        static = (graph.graph_id, tuple(layout), tuple(kw_layout))
+        if graph is None or graph.epoch != _layer._structure["epoch"] or graph.objs != objs:
+            graph = self._graph = Graph(objs, _layer._structure["epoch"], self._graph_ids)
+        static = (graph.graph_id, None if layout is None else tuple(layout), kw_layout)
         return graph, objs, static, dyn_args, dyn_kwargs
 
     def __call__(self, *args, **kwargs):
@@ -225,16 +232,14 @@ class StaticFunction:
         if self._input_spec is not None:
             check_inputs(self._input_spec, args, fn=self.__name__)
         graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
-        values = [v.get_raw_value() for v in graph.variables]
         self._current, self._objs = graph, objs
         try:
-            out, updates = self._jitted(static, values, dyn_args, dyn_kwargs)
+            out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
         finally:
             self._current, self._objs = None, ()
         if updates:
             graph.write(updates)
-        if self._graph is not None and self._graph is graph:
-            graph.epoch = _layer.structure_epoch()  # tracing may construct helper layers
+            graph.epoch = _layer._structure["epoch"]  # a first trace may build helper layers
         return out
 
     def lower(self, *args, **kwargs):
@@ -256,7 +261,7 @@ class StaticFunction:
         _, layout, kw_layout = static
         graph, objs = self._current, self._objs
         args = []
-        for slot, a in zip(layout, dyn_args):
+        for slot, a in zip(layout or [None] * len(dyn_args), dyn_args):
             if slot is None:
                 args.append(a)
             elif slot[0] == "g":
