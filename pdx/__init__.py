@@ -6,7 +6,7 @@ with `pdx.jit`. Paddle's tensor ops live at the top level (`pdx.concat`,
 """
 
 from pdx import jit, nn, ops, static
-from pdx._autograd import Gradients, grad, value_and_grad
+from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx.nn._layer import ParamAttr
@@ -23,6 +23,7 @@ __all__ = [
     "grad",
     "jit",
     "nn",
+    "no_grad",
     "ops",
     "seed",
     "set_default_dtype",

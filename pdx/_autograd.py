@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
 import jax
@@ -27,7 +28,7 @@ from flax import nnx
 
 from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
 
-__all__ = ["Gradients", "grad", "value_and_grad"]
+__all__ = ["Gradients", "grad", "no_grad", "value_and_grad"]
 
 
 @jax.tree_util.register_pytree_with_keys_class
@@ -68,7 +69,12 @@ def _trainable_params(obj) -> list[tuple[str, nnx.Param]]:
     else:  # a plain nnx.Module: names from nnx paths
         named = ((".".join(map(str, path)), v) for path, v in nnx.graph.iter_graph(obj)
                  if isinstance(v, nnx.Param))
-    return [(n, p) for n, p in named if p.get_metadata().get("trainable", True)]
+    trainable = []
+    for n, p in named:
+        meta = p.get_metadata()
+        if meta.get("trainable", True) and not meta.get("stop_gradient", False):
+            trainable.append((n, p))
+    return trainable
 
 
 def _normalize_argnums(argnums, nargs: int, fname: str) -> tuple[int, ...]:
@@ -168,3 +174,24 @@ def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         return (grads, value[1]) if has_aux else grads
 
     return wrapper
+
+
+class no_grad(contextlib.ContextDecorator):
+    """Paddle's `paddle.no_grad`, kept so ported code runs unchanged.
+
+    pdx records nothing for autodiff outside `pdx.grad` (gradients are
+    computed only by the function transformation), so this context/decorator
+    has nothing to switch off; wrap values in `jax.lax.stop_gradient` to block
+    gradients inside a differentiated function.
+
+    Example:
+        >>> import pdx
+        >>> with pdx.no_grad():
+        ...     y = pdx.ones([2]) * 2
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
