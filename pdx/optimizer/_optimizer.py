@@ -1,0 +1,529 @@
+"""`Optimizer`: Paddle's optimizer API as an nnx graph node over optax.
+
+An optimizer holds the model's own `nnx.Param` Variables (shared references)
+and its state (optax state leaves wrapped in `nnx.OptArray` Variables, plus
+the learning rate or an `LRScheduler`). So `opt.step(grads)` updates the model
+in place eagerly, and inside a traced train step (`pdx.jit`, `nnx.jit`) the
+same call is a pure state update that the trace threads through: changing the
+learning rate or stepping the scheduler never recompiles.
+
+The math is a plain optax transformation over a dict name -> array, built per
+parameter group: grad clip -> regularization -> the optimizer's update. Get it
+with `opt.transformation()` to drive `(init, update)` yourself.
+
+Differences from Paddle: gradients are passed to `step(grads)` (there is no
+`loss.backward()` and no `.grad` on parameters); `minimize` raises with the pdx
+way; a parameter's `trainable` flag is read when the optimizer is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from pdx.nn import _layer
+from pdx.nn._clip import GradientClipBase
+from pdx.optimizer import _transforms
+from pdx.optimizer.lr import LRScheduler, _as_float, _traced
+from pdx.regularizer import L1Decay, L2Decay, WeightDecayRegularizer
+
+__all__ = ["Optimizer"]
+
+_MINIMIZE_MSG = (
+    "{cls}.minimize(loss) is Paddle's static-graph/backward API; pdx has no loss.backward(). "
+    "Compute gradients functionally and pass them to step():\n"
+    "    loss, grads = pdx.value_and_grad(loss_fn)(model, *batch)\n"
+    "    opt.step(grads)\n"
+    "Both lines work eagerly and inside pdx.jit."
+)
+
+_STEP_NEEDS_GRADS = (
+    "{cls}.step() needs the gradients: pdx keeps no .grad on parameters. Use\n"
+    "    loss, grads = pdx.value_and_grad(loss_fn)(model, *batch)\n"
+    "    opt.step(grads)"
+)
+
+_GROUP_KEYS = ("params", "learning_rate", "weight_decay", "grad_clip")
+
+
+def _is_layer(obj) -> bool:
+    return isinstance(obj, nnx.Module) and hasattr(obj, "named_parameters")
+
+
+def _metadata(var) -> dict:
+    return var.get_metadata() if hasattr(var, "get_metadata") else {}
+
+
+def _as_regularizer(cls: str, arg: str, value):
+    if value is None or isinstance(value, WeightDecayRegularizer):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return L2Decay(float(value))
+    raise TypeError(f"{cls}: {arg} must be None, a float (L2 coefficient), L1Decay or L2Decay; got {value!r}")
+
+
+def _check_lr(cls: str, value):
+    if isinstance(value, LRScheduler):
+        return value
+    if isinstance(value, (jax.Array, np.ndarray)) and value.shape in ((), (1,)) and not _traced(value):
+        value = float(np.asarray(value).reshape(()))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{cls}: learning_rate must be a float or a pdx.optimizer.lr.LRScheduler; got {type(value).__name__} ({value!r})")
+    if value < 0:
+        raise ValueError(f"{cls}: learning_rate must be >= 0; got {value}")
+    return float(value)
+
+
+def _as_hyper(cls: str, arg: str, value) -> float:
+    if isinstance(value, (jax.Array, np.ndarray)) and value.size == 1 and not _traced(value):
+        value = float(np.asarray(value).reshape(()))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{cls}: {arg} must be a float; got {value!r}")
+    return float(value)
+
+
+def _compute_dtype(dtype):
+    # Low-precision parameters are updated (and their state kept) in float32.
+    return jnp.promote_types(dtype, jnp.float32)
+
+
+def _low_precision(dtype) -> bool:
+    return jnp.dtype(dtype) in (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
+
+
+class _Group:
+    """Static per-group settings: names (trainable only, binding order), the
+    group's hyperparameters, and per-parameter multipliers / regularizers."""
+
+    def __init__(self, names, options, lr_scale, regularizer, need_clip, params, grad_clip):
+        self.names = tuple(names)
+        self.options = dict(options)
+        self.lr_scale = dict(lr_scale)
+        self.need_clip = dict(need_clip)
+        self.params = dict(params)  # name -> nnx.Param, for user callbacks (lr_ratio, exclude fns)
+        self.grad_clip = grad_clip
+        self.l1 = {n: r.coeff if isinstance(r, L1Decay) else 0.0 for n, r in regularizer.items()}
+        self.l2 = {n: r.coeff if isinstance(r, L2Decay) else 0.0 for n, r in regularizer.items()}
+
+
+class Optimizer(nnx.Pytree):
+    """Base class of the pdx optimizers (Paddle's `paddle.optimizer.Optimizer`).
+
+    Subclasses set their hyperparameters, call `super().__init__`, and
+    implement `_group_transform(group, learning_rate)`: the optax chain that
+    follows gradient clipping for one parameter group.
+
+    Args:
+      learning_rate: a float or a `pdx.optimizer.lr.LRScheduler`.
+      parameters: what to optimize: a Layer, `layer.parameters()`, a list of
+        `nnx.Param`, or Paddle parameter groups (a list of dicts with 'params'
+        and optional 'learning_rate' (a multiplier), 'weight_decay',
+        'grad_clip' and the optimizer's hyperparameters).
+      weight_decay: None, a float (L2 coefficient), `L1Decay` or `L2Decay`;
+        a parameter's `ParamAttr(regularizer=...)` takes precedence.
+      grad_clip: None or a `pdx.nn.ClipGradBy*` instance.
+      name: ignored (Paddle's name scope).
+      multi_precision: keep float32 master weights for float16/bfloat16 params.
+      defaults: the hyperparameters a parameter group may override.
+    """
+
+    _decoupled_weight_decay = False  # True: weight_decay is not a gradient regularizer (AdamW, Lamb)
+
+    def __init__(self, learning_rate, parameters=None, weight_decay=None, grad_clip=None, name=None, *,
+                 multi_precision: bool = False, defaults: Mapping[str, Any] | None = None) -> None:
+        cls = type(self).__name__
+        learning_rate = _check_lr(cls, learning_rate)
+        if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
+            raise TypeError(f"{cls}: grad_clip must be a pdx.nn.ClipGradByGlobalNorm / ClipGradByNorm / ClipGradByValue; got {grad_clip!r}")
+        self._name = name
+        self._multi_precision = bool(multi_precision)
+        self.regularization = None if self._decoupled_weight_decay else _as_regularizer(cls, "weight_decay", weight_decay)
+        self._grad_clip = grad_clip
+        self._defaults = tuple((defaults or {}).items())  # static attributes must be hashable (nnx graphdef)
+        self._lr_scheduler = learning_rate if isinstance(learning_rate, LRScheduler) else None
+        self._lr = nnx.OptState(jnp.asarray(0.0 if self._lr_scheduler else learning_rate, jnp.float32))
+
+        names, variables, groups = self._bind(parameters)
+        self._names = tuple(names)
+        self._parameter_vars = nnx.List(variables)
+        self._groups = tuple(groups)
+        self._trainable = tuple(n for g in groups for n in g.names)
+        self._tx = self._build(None)
+
+        by_name = dict(zip(names, variables))
+        self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32)) for n in self._trainable
+                                 if self._multi_precision and _low_precision(by_name[n].get_value().dtype)})
+        self._opt_state = nnx.data(nnx.training.optimizer.to_opt_state(self._tx.init(self._param_values())))
+
+    @property
+    def _default_dict(self) -> dict:
+        """Paddle's attribute: the hyperparameters a parameter group may override."""
+        return dict(self._defaults)
+
+    # -- binding ----------------------------------------------------------------------
+    def _bind(self, parameters):
+        cls = type(self).__name__
+        if parameters is None:
+            raise ValueError(f"{cls}: parameters= is required: pass the model (parameters=model), model.parameters() or parameter groups")
+        if isinstance(parameters, (nnx.Variable, jax.Array, np.ndarray)):
+            raise TypeError(f"{cls}: parameters must be a Layer or a list of parameters, not a single {type(parameters).__name__}; wrap it in a list")
+        if isinstance(parameters, Mapping):
+            raise TypeError(f"{cls}: parameters must not be a dict; for parameter groups pass a list of dicts [{{'params': ...}}, ...]")
+        if _is_layer(parameters):
+            specs, grouped = [{"params": parameters}], False
+        else:
+            parameters = list(parameters)
+            if not parameters:
+                raise ValueError(f"{cls}: parameters is empty; there is nothing to optimize")
+            grouped = all(isinstance(p, Mapping) for p in parameters)
+            if not grouped and any(isinstance(p, Mapping) for p in parameters):
+                raise TypeError(f"{cls}: parameters mixes dicts (parameter groups) and parameters; use one or the other")
+            specs = [dict(p) for p in parameters] if grouped else [{"params": parameters}]
+
+        defaults = self._default_dict
+        allowed = set(_GROUP_KEYS) | set(defaults)
+        names, variables, groups, seen, taken = [], [], [], set(), set()
+        for gi, spec in enumerate(specs):
+            if "params" not in spec:
+                raise ValueError(f"{cls}: parameter group {gi} has no 'params' entry")
+            unknown = sorted(set(spec) - allowed)
+            if unknown:
+                raise ValueError(f"{cls}: parameter group {gi} has unknown keys {unknown}; allowed: {sorted(allowed)}")
+            entries = self._named_entries(spec["params"], gi, len(variables))
+            trainable, options, lr_scale, regularizer, need_clip, params = [], {}, {}, {}, {}, {}
+            options = {k: spec.get(k, v) for k, v in defaults.items()}
+            group_clip = spec.get("grad_clip", self._grad_clip)
+            if group_clip is not None and not isinstance(group_clip, GradientClipBase):
+                raise TypeError(f"{cls}: parameter group {gi} grad_clip must be a pdx.nn.ClipGradBy* instance; got {group_clip!r}")
+            for name, var in entries:
+                if id(var) in seen:
+                    raise ValueError(f"{cls}: parameter {name!r} appears in more than one parameter group")
+                seen.add(id(var))
+                name = _unique(name, taken)
+                taken.add(name)
+                names.append(name)
+                variables.append(var)
+                meta = _metadata(var)
+                if not meta.get("trainable", True) or meta.get("stop_gradient", False):
+                    continue
+                value = var.get_value()
+                if not jnp.issubdtype(value.dtype, jnp.floating):
+                    raise TypeError(f"{cls}: parameter {name!r} has dtype {value.dtype}; only floating-point parameters can be optimized")
+                trainable.append(name)
+                params[name] = var
+                need_clip[name] = bool(meta.get("need_clip", True))
+                multiplier = spec.get("learning_rate", 1.0) if grouped else meta.get("learning_rate", 1.0)
+                lr_scale[name] = _as_hyper(cls, f"learning_rate multiplier of {name!r}", multiplier)
+                regularizer[name] = self._regularizer_for(meta, spec, grouped, name)
+            groups.append(_Group(trainable, options, lr_scale, regularizer, need_clip, params, group_clip))
+        return names, variables, groups
+
+    def _named_entries(self, params, group_index: int, offset: int):
+        cls = type(self).__name__
+        if _is_layer(params):
+            return list(params.named_parameters())
+        if isinstance(params, nnx.Variable):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError(f"{cls}: parameters must be an ordered collection, not a set; use a list")
+        entries = []
+        for i, var in enumerate(list(params)):
+            if not isinstance(var, nnx.Variable):
+                raise TypeError(f"{cls}: parameter group {group_index} holds a {type(var).__name__}; expected nnx.Param "
+                                "(from layer.parameters() / create_parameter) or a Layer")
+            entries.append((_metadata(var).get("name") or f"param_{offset + i}", var))
+        return entries
+
+    def _regularizer_for(self, meta, spec, grouped: bool, name: str):
+        cls = type(self).__name__
+        own = meta.get("regularizer")
+        if own is not None and not isinstance(own, WeightDecayRegularizer):
+            raise TypeError(f"{cls}: parameter {name!r} has ParamAttr regularizer={own!r}; expected pdx.regularizer.L1Decay / L2Decay")
+        if self._decoupled_weight_decay:
+            return own
+        # Paddle: a parameter group's weight_decay replaces the ParamAttr regularizer.
+        if grouped and "weight_decay" in spec:
+            return _as_regularizer(cls, "parameter group weight_decay", spec["weight_decay"])
+        if grouped:
+            return self.regularization
+        return own if own is not None else self.regularization
+
+    # -- the transformation ----------------------------------------------------------------
+    def _regularization(self, group: _Group, *, l1: bool = True, l2: bool = True):
+        """`add_regularization` for the group's L1 and/or L2 terms, or None."""
+        c1 = {n: c for n, c in group.l1.items()} if l1 else {n: 0.0 for n in group.names}
+        c2 = {n: c for n, c in group.l2.items()} if l2 else {n: 0.0 for n in group.names}
+        if not any(c1.values()) and not any(c2.values()):
+            return None
+        return _transforms.add_regularization(c1, c2)
+
+    def _group_transform(self, group: _Group, learning_rate) -> optax.GradientTransformation:
+        raise NotImplementedError(f"{type(self).__name__} must implement _group_transform")
+
+    def _build(self, learning_rate):
+        parts = []
+        for group in self._groups:
+            if not group.names:
+                continue
+            chain = []
+            if group.grad_clip is not None:
+                chain.append(("grad_clip", group.grad_clip.transformation(group.need_clip)))
+            chain.append(("update", self._group_transform(group, learning_rate)))
+            parts.append((group.names, optax.named_chain(*chain)))
+        return _transforms.partition_by_name(parts)
+
+    def transformation(self) -> optax.GradientTransformationExtraArgs:
+        """This optimizer's math as a pure optax transformation.
+
+        It works on a dict name -> array of the trainable parameters (the
+        names are `opt.named_parameters()`'s), with the learning rate
+        following the scheduler's `as_schedule()` (one scheduler step per
+        update) or the current float learning rate.
+
+        Example:
+          >>> import jax, jax.numpy as jnp, optax, pdx
+          >>> net = pdx.nn.Layer()
+          >>> net.w = net.create_parameter([3])
+          >>> tx = pdx.optimizer.Adam(0.1, parameters=net).transformation()
+          >>> params = {"w": jnp.ones(3)}
+          >>> state = tx.init(params)
+          >>> updates, state = tx.update({"w": jnp.ones(3)}, state, params)
+          >>> optax.apply_updates(params, updates)["w"].round(3).tolist()
+          [0.9, 0.9, 0.9]
+        """
+        lr = self._lr_scheduler.as_schedule() if self._lr_scheduler is not None else float(self.get_lr())
+        return self._build(lr)
+
+    # -- stepping --------------------------------------------------------------------------------
+    def named_parameters(self) -> list[tuple[str, nnx.Variable]]:
+        """(name, nnx.Param) pairs this optimizer updates, in binding order."""
+        return list(zip(self._names, self._parameter_vars))
+
+    @property
+    def _parameter_list(self) -> list:
+        return list(self._parameter_vars)
+
+    def _param_values(self) -> dict:
+        """Trainable parameters in compute precision (float32 masters where kept)."""
+        by_name = dict(zip(self._names, self._parameter_vars))
+        out = {}
+        for name in self._trainable:
+            if name in self._master:
+                out[name] = self._master[name].get_value()
+            else:
+                value = by_name[name].get_value()
+                out[name] = value.astype(_compute_dtype(value.dtype))
+        return out
+
+    def _current_lr(self):
+        if self._lr_scheduler is not None:
+            return self._lr_scheduler._last_lr.get_value()
+        return self._lr.get_value()
+
+    def step(self, grads=None) -> None:
+        """Update the bound parameters in place from `grads`.
+
+        Args:
+          grads: a dict name -> gradient as returned by `pdx.grad` (matched to
+            the parameters by identity through its `owner`, else by this
+            optimizer's names), or a list of gradients in binding order.
+
+        Example:
+          >>> import jax.numpy as jnp, pdx
+          >>> net = pdx.nn.Layer()
+          >>> net.w = net.create_parameter([2], default_initializer=pdx.nn.initializer.Constant(1.0))
+          >>> opt = pdx.optimizer.SGD(learning_rate=0.5, parameters=net)
+          >>> opt.step({"w": jnp.array([1.0, 2.0])})
+          >>> net.w[...].tolist()
+          [0.5, 0.0]
+        """
+        cls = type(self).__name__
+        if grads is None:
+            raise TypeError(_STEP_NEEDS_GRADS.format(cls=cls))
+        matched = self._match_grads(grads)
+        by_name = dict(zip(self._names, self._parameter_vars))
+        params = self._param_values()
+        grads = {}
+        for name in self._trainable:
+            g = matched[name]
+            if isinstance(g, nnx.Variable):
+                g = g.get_value()
+            g = jnp.asarray(g)
+            shape = tuple(by_name[name].get_value().shape)
+            if tuple(g.shape) != shape:
+                raise ValueError(f"{cls}.step: the gradient of {name!r} has shape {tuple(g.shape)} but the parameter has shape {shape}")
+            grads[name] = g.astype(params[name].dtype)
+        state = jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+        updates, state = self._tx.update(grads, state, params, learning_rate=self._current_lr())
+        jax.tree.map(lambda v, x: v.set_value(x), self._opt_state, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+        for name in self._trainable:
+            new = params[name] + updates[name].astype(params[name].dtype)
+            var = by_name[name]
+            if name in self._master:
+                self._master[name].set_value(new)
+            var.set_value(new.astype(var.get_value().dtype))
+
+    def _match_grads(self, grads) -> dict:
+        cls = type(self).__name__
+        trainable = set(self._trainable)
+        if isinstance(grads, Mapping):
+            owner = getattr(grads, "owner", None)
+            if owner is not None:
+                index = {id(v): n for n, v in zip(self._names, self._parameter_vars)}
+                owned = dict(owner.named_parameters())
+                matched = {}
+                for key, g in grads.items():
+                    if key not in owned:
+                        raise KeyError(f"{cls}.step: grads has {key!r}, which is not a parameter of its owner {type(owner).__name__}")
+                    name = index.get(id(owned[key]))
+                    if name is not None:  # else: a parameter this optimizer does not update
+                        matched[name] = g
+            else:
+                unknown = [k for k in grads if k not in set(self._names)]
+                if unknown:
+                    raise KeyError(f"{cls}.step: grads has {unknown}, which are not this optimizer's parameters {list(self._names)}. "
+                                   "Bind the optimizer to the model (parameters=model) so names match, or pass grads from pdx.grad(loss_fn)(model, ...)")
+                matched = dict(grads)
+        elif isinstance(grads, (list, tuple)):
+            if len(grads) == len(self._names):
+                matched = dict(zip(self._names, grads))
+            elif len(grads) == len(self._trainable):
+                matched = dict(zip(self._trainable, grads))
+            else:
+                raise ValueError(f"{cls}.step: got {len(grads)} gradients for {len(self._trainable)} trainable parameters {list(self._trainable)}")
+        else:
+            raise TypeError(f"{cls}.step: grads must be a dict name -> gradient (from pdx.grad) or a list in parameter order; got {type(grads).__name__}")
+        missing = [n for n in self._trainable if matched.get(n) is None]
+        if missing:
+            raise ValueError(f"{cls}.step: no gradient for parameter(s) {missing}. Compute grads for the model this optimizer was built on: "
+                             "loss, grads = pdx.value_and_grad(loss_fn)(model, ...)")
+        return {n: g for n, g in matched.items() if n in trainable}
+
+    def apply_gradients(self, params_grads) -> None:
+        """Paddle's `apply_gradients`: update from a list of (param, grad) pairs."""
+        index = {id(v): n for n, v in zip(self._names, self._parameter_vars)}
+        grads = {}
+        for param, grad in params_grads:
+            name = index.get(id(param))
+            if name is None:
+                raise ValueError(f"{type(self).__name__}.apply_gradients: a parameter of shape {tuple(param.get_value().shape)} is not bound to this optimizer")
+            grads[name] = grad
+        self.step(grads)
+
+    def minimize(self, loss=None, startup_program=None, parameters=None, no_grad_set=None):
+        """Not available in pdx: raises with the functional recipe."""
+        raise RuntimeError(_MINIMIZE_MSG.format(cls=type(self).__name__))
+
+    def backward(self, loss=None, startup_program=None, parameters=None, no_grad_set=None, callbacks=None):
+        """Not available in pdx: raises with the functional recipe."""
+        raise RuntimeError(_MINIMIZE_MSG.format(cls=type(self).__name__))
+
+    def clear_grad(self, set_to_zero: bool = True) -> None:
+        """No-op kept for ported Paddle loops (pdx keeps no gradients)."""
+
+    clear_gradients = clear_grad
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """No-op kept for ported Paddle loops (pdx keeps no gradients)."""
+
+    # -- learning rate ------------------------------------------------------------------------------
+    def get_lr(self):
+        """The learning rate the next `step` uses (a float eagerly)."""
+        return _as_float(self._current_lr())
+
+    def set_lr(self, value) -> None:
+        """Set a constant learning rate (not allowed while a scheduler drives it)."""
+        cls = type(self).__name__
+        if self._lr_scheduler is not None:
+            raise RuntimeError(f"{cls}.set_lr: the learning rate is driven by {type(self._lr_scheduler).__name__}; "
+                               "step the scheduler, or replace it with set_lr_scheduler(...)")
+        if not _traced(value):
+            value = _check_lr(f"{cls}.set_lr", value)
+        self._lr.set_value(jnp.asarray(value, jnp.float32))
+
+    def set_lr_scheduler(self, scheduler: LRScheduler) -> None:
+        """Drive the learning rate with `scheduler` from now on."""
+        if not isinstance(scheduler, LRScheduler):
+            raise TypeError(f"{type(self).__name__}.set_lr_scheduler: expected a pdx.optimizer.lr.LRScheduler; got {type(scheduler).__name__}")
+        self._lr_scheduler = scheduler
+        _layer._structure["epoch"] += 1  # pdx.jit re-reads the graph of a changed structure
+
+    @property
+    def _learning_rate(self):
+        """Paddle's attribute: the LRScheduler, or the float learning rate."""
+        return self._lr_scheduler if self._lr_scheduler is not None else self.get_lr()
+
+    @_learning_rate.setter
+    def _learning_rate(self, value) -> None:
+        if isinstance(value, LRScheduler):
+            self.set_lr_scheduler(value)
+        else:
+            if self._lr_scheduler is not None:
+                self._lr_scheduler = None
+                _layer._structure["epoch"] += 1
+            self.set_lr(value)
+
+    # -- state -------------------------------------------------------------------------------------
+    def _flat_state(self) -> dict:
+        leaves = jax.tree_util.tree_flatten_with_path(self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))[0]
+        out = {jax.tree_util.keystr(path, simple=True, separator="/"): var for path, var in leaves}
+        out.update({f"master_weights/{n}": v for n, v in self._master.items()})
+        return out
+
+    def state_dict(self) -> dict:
+        """The optimizer state as a flat dict.
+
+        Keys are the '/'-joined paths of the optax state (e.g.
+        `'0/update/adam/mu/fc.weight'`: parameter group 0, Adam's first
+        moment of `fc.weight`), `'master_weights/<name>'` for float32 master copies, and
+        `'LR_Scheduler'` (the scheduler's `state_dict()`) when one is set.
+        """
+        out = {key: var.get_value() for key, var in self._flat_state().items()}
+        if self._lr_scheduler is not None:
+            out["LR_Scheduler"] = self._lr_scheduler.state_dict()
+        return out
+
+    def set_state_dict(self, state_dict: Mapping) -> None:
+        """Load a `state_dict()`; shapes must match (dtypes are cast)."""
+        cls = type(self).__name__
+        own = self._flat_state()
+        missing = [k for k in own if k not in state_dict]
+        if missing:
+            raise KeyError(f"{cls}.set_state_dict: the state_dict lacks {missing}; it holds {sorted(k for k in state_dict if k != 'LR_Scheduler')}")
+        loads = []
+        for key, var in own.items():
+            value = state_dict[key]
+            if not isinstance(value, (jax.Array, np.ndarray)) and hasattr(value, "numpy"):
+                value = value.numpy()
+            value = jnp.asarray(value)
+            current = var.get_value()
+            if tuple(value.shape) != tuple(current.shape):
+                raise ValueError(f"{cls}.set_state_dict: {key!r} has shape {tuple(value.shape)} but this optimizer's is {tuple(current.shape)}")
+            loads.append((var, value.astype(current.dtype)))
+        if self._lr_scheduler is not None:
+            if "LR_Scheduler" not in state_dict:
+                raise KeyError(f"{cls}.set_state_dict: the state_dict has no 'LR_Scheduler' entry for the {type(self._lr_scheduler).__name__}")
+            self._lr_scheduler.set_state_dict(state_dict["LR_Scheduler"])
+        for var, value in loads:
+            var.set_value(value)
+
+    set_dict = set_state_dict
+
+    def __repr__(self) -> str:
+        lr = type(self._lr_scheduler).__name__ if self._lr_scheduler is not None else self.get_lr()
+        return f"{type(self).__name__}(learning_rate={lr}, parameters={len(self._names)})"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    k = 1
+    while f"{name}_{k}" in taken:
+        k += 1
+    return f"{name}_{k}"
