@@ -1,0 +1,157 @@
+"""Argument handling shared by the functional ops: layouts, padding specs, reductions.
+
+Every check runs in Python on static shapes and values, so it costs nothing
+inside a compiled program and fails at trace time with a message that names
+the op (`pdx.nn.functional.conv2d: ...`), the argument and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pdx.ops._common import as_array, op_error
+
+# Spatial-layout names Paddle accepts, per number of spatial dims.
+CHANNEL_FIRST = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
+CHANNEL_LAST = {1: "NLC", 2: "NHWC", 3: "NDHWC"}
+
+
+def error(op: str, message: str) -> ValueError:
+    """A ValueError prefixed with `pdx.nn.functional.<op>:`."""
+    return op_error(f"nn.functional.{op}", message)
+
+
+def array(x, *, op: str, name: str = "x", dtype=None) -> jax.Array:
+    """`as_array` with the functional op's qualified name in its errors."""
+    if x is None:
+        raise TypeError(f"pdx.nn.functional.{op}: argument `{name}` is required; got None")
+    return as_array(x, name=name, op=f"nn.functional.{op}", dtype=dtype)
+
+
+def float_array(x, *, op: str, name: str = "x") -> jax.Array:
+    """An array with a floating dtype; integer/bool inputs get the default float."""
+    x = array(x, op=op, name=name)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        from pdx._dtype import default_float
+
+        x = x.astype(default_float())
+    return x
+
+
+def is_int(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def ntuple(value, n: int, *, op: str, name: str, minimum: int | None = None) -> tuple[int, ...]:
+    """An int or a list of `n` ints -> tuple of `n` ints (Paddle's `convert_to_list`)."""
+    if is_int(value):
+        out = (int(value),) * n
+    elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) and len(value) == n \
+            and all(is_int(v) for v in value):
+        out = tuple(int(v) for v in value)
+    else:
+        raise error(op, f"`{name}` must be an int or a list/tuple of {n} ints; got {name}={value!r}")
+    if minimum is not None and any(v < minimum for v in out):
+        raise error(op, f"every entry of `{name}` must be >= {minimum}; got {name}={value!r}")
+    return out
+
+
+def channel_last(data_format, allowed: Sequence[str], *, op: str) -> bool:
+    """Validate `data_format` against `allowed`; True when channels are last."""
+    if not isinstance(data_format, str) or data_format not in allowed:
+        raise error(op, f"data_format={data_format!r} is not supported; use one of {list(allowed)}")
+    return len(data_format) > 2 and data_format[-1] == "C"
+
+
+def spatial_format(data_format, n: int, *, op: str) -> bool:
+    """Validate a layout with `n` spatial dims (NCHW/NHWC for n=2); True if channel-last."""
+    return channel_last(data_format, (CHANNEL_FIRST[n], CHANNEL_LAST[n]), op=op)
+
+
+def check_rank(x: jax.Array, rank: int, data_format: str, *, op: str, name: str = "x") -> None:
+    if x.ndim != rank:
+        raise error(op, f"expects a {rank}-D `{name}` in {data_format} layout; got {name}.shape={tuple(x.shape)}")
+
+
+def padding_spec(padding, n: int, is_channel_last: bool, *, op: str):
+    """Paddle's conv/pool `padding` -> 'SAME', or a list of `n` (before, after) pairs.
+
+    Accepted like Paddle: 'SAME' / 'VALID' (any case); an int; `n` ints (symmetric
+    per spatial dim); `2n` ints (before/after per dim); `n + 2` pairs that include
+    zero pairs for the batch and channel dims, in the order of `data_format`.
+    """
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode not in ("SAME", "VALID"):
+            raise error(op, f"padding={padding!r} is not a padding mode; use 'SAME', 'VALID' or ints")
+        return "SAME" if mode == "SAME" else [(0, 0)] * n
+    if is_int(padding):
+        pairs = [(int(padding), int(padding))] * n
+    elif isinstance(padding, (Sequence, np.ndarray)):
+        padding = list(padding)
+        if len(padding) == n + 2 and all(isinstance(p, (Sequence, np.ndarray)) for p in padding):
+            if not all(len(p) == 2 and all(is_int(v) for v in p) for p in padding):
+                raise error(op, f"each entry of a pair-style padding must be (before, after); got padding={padding!r}")
+            non_spatial = (0, n + 1) if is_channel_last else (0, 1)
+            if any(tuple(padding[i]) != (0, 0) for i in non_spatial):
+                raise error(op, f"padding={padding!r} pads the batch or channel dim; only spatial dims can be padded")
+            spatial = padding[1:-1] if is_channel_last else padding[2:]
+            pairs = [(int(a), int(b)) for a, b in spatial]
+        elif len(padding) == 2 * n and all(is_int(v) for v in padding):
+            pairs = [(int(padding[2 * i]), int(padding[2 * i + 1])) for i in range(n)]
+        elif len(padding) == n and all(is_int(v) for v in padding):
+            pairs = [(int(v), int(v)) for v in padding]
+        else:
+            raise error(op, f"padding={padding!r} is not valid: use an int, {n} ints, {2 * n} ints "
+                            f"(before/after per spatial dim), {n + 2} (before, after) pairs, 'SAME' or 'VALID'")
+    else:
+        raise error(op, f"padding={padding!r} is not valid; use an int, a list of ints/pairs, 'SAME' or 'VALID'")
+    if any(v < 0 for pair in pairs for v in pair):
+        raise error(op, f"padding values must be >= 0; got padding={padding!r}")
+    return pairs
+
+
+def same_pads(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int]) -> list[tuple[int, int]]:
+    """Paddle's 'SAME': output ceil(in / stride), extra padding on the trailing side."""
+    pairs = []
+    for size, k, s in zip(sizes, kernel, stride):
+        out = -(-size // s)
+        total = max((out - 1) * s + k - size, 0)
+        pairs.append((total // 2, total - total // 2))
+    return pairs
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_reduction(reduction, *, op: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise error(op, f"reduction={reduction!r} is not supported; use 'mean', 'sum' or 'none'")
+
+
+def reduce(loss: jax.Array, reduction: str) -> jax.Array:
+    if reduction == "mean":
+        return jnp.mean(loss)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss
+
+
+def channel_axis(ndim: int, is_channel_last: bool) -> int:
+    return ndim - 1 if is_channel_last else 1
+
+
+def bcast_channel(v: jax.Array, ndim: int, axis: int) -> jax.Array:
+    """Reshape a per-channel vector so it broadcasts along `axis` of a rank-`ndim` tensor."""
+    shape = [1] * ndim
+    shape[axis] = -1
+    return jnp.reshape(v, shape)
+
+
+def prod(values) -> int:
+    return int(math.prod(values))

@@ -1,0 +1,134 @@
+"""pdx.nn.functional convolutions vs paddle.nn.functional."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pdx.nn.functional as F
+
+CONV2D = [
+    {}, {"stride": 2}, {"stride": [2, 1]}, {"padding": 1}, {"padding": [1, 2]}, {"padding": [1, 0, 2, 1]},
+    {"padding": [[0, 0], [0, 0], [1, 2], [0, 1]]}, {"padding": "SAME"}, {"padding": "same", "stride": 2},
+    {"padding": "VALID"}, {"padding": "SAME", "dilation": 2}, {"dilation": 2, "padding": 2},
+    {"dilation": [1, 2], "stride": 2}, {"groups": 2}, {"groups": 4, "padding": 1}, {"groups": 2, "stride": 2, "dilation": 2},
+]
+
+
+def _nhwc_kwargs(kwargs):
+    pad = kwargs.get("padding")
+    if isinstance(pad, list) and isinstance(pad[0], list):
+        kwargs = dict(kwargs, padding=[pad[0], pad[2], pad[3], pad[1]])
+    return kwargs
+
+
+@pytest.mark.parametrize("kwargs", CONV2D, ids=str)
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_conv2d_forward(oracle, rng, kwargs, data_format):
+    groups = kwargs.get("groups", 1)
+    x = rng.standard_normal((2, 4, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((8, 4 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    if data_format == "NHWC":
+        x, kwargs = x.transpose(0, 2, 3, 1), _nhwc_kwargs(kwargs)
+    ours = F.conv2d(jnp.asarray(x), jnp.asarray(w), jnp.asarray(b), data_format=data_format, **kwargs)
+    ref = oracle.F.conv2d(oracle.t(x), oracle.t(w), oracle.t(b), data_format=data_format, **kwargs)
+    oracle.close(ours, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs", [{"groups": 2, "stride": 2, "padding": 1}, {"dilation": 2, "padding": [1, 0, 2, 1]},
+                                    {"padding": "SAME", "stride": 2}], ids=str)
+def test_conv2d_gradients(oracle, rng, kwargs):
+    groups = kwargs.get("groups", 1)
+    x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    oracle.grads(lambda x, w, b: F.conv2d(x, w, b, **kwargs), lambda x, w, b: oracle.F.conv2d(x, w, b, **kwargs),
+                 [x, w, b], [0, 1, 2], rng, rtol=1e-4, atol=1e-4)
+
+
+CONV2D_T = [
+    {}, {"stride": 2}, {"stride": 2, "padding": 1}, {"stride": 2, "output_padding": 1},
+    {"stride": [2, 3], "padding": [1, 0, 2, 1]}, {"padding": "SAME", "stride": 2}, {"padding": "VALID", "stride": 2},
+    {"dilation": 2, "padding": 1}, {"groups": 2, "stride": 2}, {"stride": 2, "output_size": [20, 16]},
+    {"stride": 3, "dilation": 2, "padding": 2, "output_padding": 2},
+]
+
+
+@pytest.mark.parametrize("kwargs", CONV2D_T, ids=str)
+def test_conv2d_transpose_forward(oracle, rng, kwargs):
+    groups = kwargs.get("groups", 1)
+    x = rng.standard_normal((2, 4, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 6 // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    ours = F.conv2d_transpose(jnp.asarray(x), jnp.asarray(w), jnp.asarray(b), **kwargs)
+    oracle.close(ours, oracle.F.conv2d_transpose(oracle.t(x), oracle.t(w), oracle.t(b), **kwargs),
+                 rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_transpose_nhwc_and_gradients(oracle, rng):
+    x = rng.standard_normal((2, 5, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    kw = {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}
+    oracle.close(F.conv2d_transpose(jnp.asarray(x), jnp.asarray(w), jnp.asarray(b), data_format="NHWC", **kw),
+                 oracle.F.conv2d_transpose(oracle.t(x), oracle.t(w), oracle.t(b), data_format="NHWC", **kw),
+                 rtol=1e-4, atol=1e-4)
+    xc = x.transpose(0, 3, 1, 2)
+    oracle.grads(lambda x, w, b: F.conv2d_transpose(x, w, b, **kw),
+                 lambda x, w, b: oracle.F.conv2d_transpose(x, w, b, **kw), [xc, w, b], [0, 1, 2], rng,
+                 rtol=1e-4, atol=1e-4)
+
+
+def test_conv1d_and_conv3d(oracle, rng):
+    x1 = rng.standard_normal((2, 4, 11)).astype(np.float32)
+    w1 = rng.standard_normal((6, 2, 3)).astype(np.float32)
+    kw = {"stride": 2, "padding": 1, "groups": 2}
+    oracle.close(F.conv1d(jnp.asarray(x1), jnp.asarray(w1), **kw), oracle.F.conv1d(oracle.t(x1), oracle.t(w1), **kw),
+                 rtol=1e-4, atol=1e-4)
+    x1t = x1.transpose(0, 2, 1)
+    oracle.close(F.conv1d(jnp.asarray(x1t), jnp.asarray(w1), data_format="NLC", **kw),
+                 oracle.F.conv1d(oracle.t(x1t), oracle.t(w1), data_format="NLC", **kw), rtol=1e-4, atol=1e-4)
+    wt = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    oracle.close(F.conv1d_transpose(jnp.asarray(x1), jnp.asarray(wt), **kw),
+                 oracle.F.conv1d_transpose(oracle.t(x1), oracle.t(wt), **kw), rtol=1e-4, atol=1e-4)
+    x3 = rng.standard_normal((1, 2, 5, 6, 4)).astype(np.float32)
+    w3 = rng.standard_normal((3, 2, 2, 3, 2)).astype(np.float32)
+    oracle.close(F.conv3d(jnp.asarray(x3), jnp.asarray(w3), padding=1, stride=2),
+                 oracle.F.conv3d(oracle.t(x3), oracle.t(w3), padding=1, stride=2), rtol=1e-4, atol=1e-4)
+    w3t = rng.standard_normal((2, 3, 2, 3, 2)).astype(np.float32)
+    x3t = x3.transpose(0, 2, 3, 4, 1)
+    oracle.close(F.conv3d_transpose(jnp.asarray(x3t), jnp.asarray(w3t), stride=2, data_format="NDHWC"),
+                 oracle.F.conv3d_transpose(oracle.t(x3t), oracle.t(w3t), stride=2, data_format="NDHWC"),
+                 rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_under_jit_matches_eager(rng):
+    x = jnp.asarray(rng.standard_normal((1, 2, 6, 6)).astype(np.float32))
+    w = jnp.asarray(rng.standard_normal((4, 1, 3, 3)).astype(np.float32))
+    f = jax.jit(lambda x, w: F.conv2d(x, w, padding="SAME", groups=2))
+    np.testing.assert_allclose(f(x, w), F.conv2d(x, w, padding="SAME", groups=2), rtol=1e-6)
+
+
+def test_conv_errors():
+    x = jnp.ones((1, 4, 8, 8))
+    with pytest.raises(ValueError, match=r"conv2d: x has in_channels=4 .*groups=1 expects in_channels"):
+        F.conv2d(x, jnp.ones((6, 3, 3, 3)))
+    with pytest.raises(ValueError, match=r"conv2d: .*groups=2 expects in_channels = weight.shape\[1\] \* groups = 6"):
+        F.conv2d(x, jnp.ones((6, 3, 3, 3)), groups=2)
+    with pytest.raises(ValueError, match="out_channels=5.*divisible by groups=2"):
+        F.conv2d(x, jnp.ones((5, 2, 3, 3)), groups=2)
+    with pytest.raises(ValueError, match="data_format='NCWH' is not supported"):
+        F.conv2d(x, jnp.ones((6, 4, 3, 3)), data_format="NCWH")
+    with pytest.raises(ValueError, match="expects a 4-D `x` in NCHW"):
+        F.conv2d(jnp.ones((4, 8, 8)), jnp.ones((6, 4, 3, 3)))
+    with pytest.raises(ValueError, match="padding='FULL'"):
+        F.conv2d(x, jnp.ones((6, 4, 3, 3)), padding="FULL")
+    with pytest.raises(ValueError, match="pads the batch or channel dim"):
+        F.conv2d(x, jnp.ones((6, 4, 3, 3)), padding=[[0, 0], [1, 1], [1, 1], [1, 1]])
+    with pytest.raises(ValueError, match="conv2d_transpose: x has in_channels=4 .*weight.shape\\[0\\]=3"):
+        F.conv2d_transpose(x, jnp.ones((3, 2, 3, 3)))
+    with pytest.raises(ValueError, match="output_padding=.*smaller than max"):
+        F.conv2d_transpose(x, jnp.ones((4, 2, 3, 3)), stride=2, output_padding=2)
+    with pytest.raises(ValueError, match="output_size=.*must lie in"):
+        F.conv2d_transpose(x, jnp.ones((4, 2, 3, 3)), stride=2, output_size=[5, 5])
