@@ -1,6 +1,7 @@
 """pdx.nn: Layer (on flax.nnx), layers, initializers and functional ops."""
 
 from pdx.nn import axes, functional, initializer
+from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from pdx.nn._layer import Buffer, Layer, ParamAttr
 from pdx.nn._activation import (
     CELU,
@@ -94,6 +95,9 @@ from pdx.nn._transformer import (
 )
 
 __all__ = [
+    "ClipGradByGlobalNorm",
+    "ClipGradByNorm",
+    "ClipGradByValue",
     "AdaptiveAvgPool1D",
     "AdaptiveAvgPool2D",
     "AdaptiveAvgPool3D",
