@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, error, float_array, is_int, prod
 
@@ -370,5 +371,5 @@ def local_response_norm(x, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NC
     dims[axis] = size
     pads = [(0, 0)] * x.ndim
     pads[axis] = (size // 2, (size - 1) // 2)
-    window_sum = jax.lax.reduce_window(sq, jnp.array(0, x.dtype), jax.lax.add, tuple(dims), (1,) * x.ndim, pads)
+    window_sum = jax.lax.reduce_window(sq, np.array(0, x.dtype), jax.lax.add, tuple(dims), (1,) * x.ndim, pads)
     return x / (k + alpha * window_sum / size) ** beta

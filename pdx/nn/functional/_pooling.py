@@ -142,7 +142,7 @@ def _max_pool(x, kernel_size, stride, padding, return_mask, ceil_mode, data_form
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return _reduce_windows(x, axes, kernel, stride, pads, outs, _lowest(x.dtype), jax.lax.max)
     # An -inf start lets JAX differentiate the max; Paddle's start is the lowest finite value.
-    out = _reduce_windows(x, axes, kernel, stride, pads, outs, jnp.array(-jnp.inf, x.dtype), jax.lax.max)
+    out = _reduce_windows(x, axes, kernel, stride, pads, outs, np.array(-np.inf, x.dtype), jax.lax.max)
     return jnp.where(out == -jnp.inf, _lowest(x.dtype), out)
 
 
@@ -151,7 +151,7 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_ove
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         x = x.astype(jnp.float32)
     axes, kernel, stride, pads, outs = _window_args(x, kernel_size, stride, padding, ceil_mode, data_format, n, op)
-    total = _reduce_windows(x, axes, kernel, stride, pads, outs, jnp.array(0, x.dtype), jax.lax.add)
+    total = _reduce_windows(x, axes, kernel, stride, pads, outs, np.array(0, x.dtype), jax.lax.add)
     count = np.ones([1] * x.ndim, np.float32)
     for a, k, s, (lo, _), o in zip(axes, kernel, stride, pads, outs):
         if exclusive:
