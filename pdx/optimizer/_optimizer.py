@@ -294,7 +294,7 @@ class Optimizer(nnx.Pytree):
           >>> params = {"w": jnp.ones(3)}
           >>> state = tx.init(params)
           >>> updates, state = tx.update({"w": jnp.ones(3)}, state, params)
-          >>> optax.apply_updates(params, updates)["w"].round(3).tolist()
+          >>> [round(v, 3) for v in optax.apply_updates(params, updates)["w"].tolist()]
           [0.9, 0.9, 0.9]
         """
         lr = self._lr_scheduler.as_schedule() if self._lr_scheduler is not None else float(self.get_lr())

@@ -48,7 +48,7 @@ class SGD(Optimizer):
       >>> net.w = net.create_parameter([2], default_initializer=pdx.nn.initializer.Constant(1.0))
       >>> opt = pdx.optimizer.SGD(learning_rate=0.1, parameters=net)
       >>> opt.step({"w": jnp.array([1.0, -1.0])})
-      >>> net.w[...].round(2).tolist()
+      >>> [round(v, 2) for v in net.w[...].tolist()]
       [0.9, 1.1]
     """
 
@@ -135,7 +135,7 @@ class Adam(Optimizer):
       >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
       >>> opt = pdx.optimizer.Adam(learning_rate=0.1, parameters=net)
       >>> opt.step({"w": jnp.array([3.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [-0.1]
     """
 
@@ -195,7 +195,7 @@ class AdamW(Adam):
       >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(1.0))
       >>> opt = pdx.optimizer.AdamW(learning_rate=0.1, parameters=net, weight_decay=0.5)
       >>> opt.step({"w": jnp.array([0.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [0.95]
     """
 
@@ -254,7 +254,7 @@ class Adagrad(Optimizer):
       >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
       >>> opt = pdx.optimizer.Adagrad(learning_rate=0.1, parameters=net, epsilon=0.0)
       >>> opt.step({"w": jnp.array([2.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [-0.1]
     """
 
@@ -294,7 +294,7 @@ class RMSProp(Optimizer):
       >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
       >>> opt = pdx.optimizer.RMSProp(learning_rate=0.1, rho=0.75, epsilon=0.0, parameters=net)
       >>> opt.step({"w": jnp.array([1.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [-0.2]
     """
 
@@ -337,7 +337,7 @@ class Adamax(Optimizer):
       >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
       >>> opt = pdx.optimizer.Adamax(learning_rate=0.1, parameters=net)
       >>> opt.step({"w": jnp.array([2.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [-0.1]
     """
 
@@ -377,7 +377,7 @@ class Lamb(Optimizer):
       >>> net.w = net.create_parameter([2], default_initializer=pdx.nn.initializer.Constant(1.0))
       >>> opt = pdx.optimizer.Lamb(learning_rate=0.1, lamb_weight_decay=0.0, parameters=net)
       >>> opt.step({"w": jnp.array([1.0, 1.0])})
-      >>> net.w[...].round(4).tolist()
+      >>> [round(v, 4) for v in net.w[...].tolist()]
       [0.9, 0.9]
     """
 
