@@ -159,7 +159,7 @@ class Optimizer(nnx.Pytree):
         by_name = dict(zip(names, variables))
         self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32)) for n in self._trainable
                                  if self._multi_precision and _low_precision(by_name[n].get_value().dtype)})
-        self._opt_state = nnx.data(nnx.training.optimizer.to_opt_state(self._tx.init(self._param_values())))
+        self._opt_state = nnx.data(jax.tree.map(nnx.OptArray, self._tx.init(self._param_values())))
 
     @property
     def _default_dict(self) -> dict:
@@ -196,7 +196,7 @@ class Optimizer(nnx.Pytree):
             if unknown:
                 raise ValueError(f"{cls}: parameter group {gi} has unknown keys {unknown}; allowed: {sorted(allowed)}")
             entries = self._named_entries(spec["params"], gi, len(variables))
-            trainable, options, lr_scale, regularizer, need_clip, params = [], {}, {}, {}, {}, {}
+            trainable, lr_scale, regularizer, need_clip, params = [], {}, {}, {}, {}
             options = {k: spec.get(k, v) for k, v in defaults.items()}
             group_clip = spec.get("grad_clip", self._grad_clip)
             if group_clip is not None and not isinstance(group_clip, GradientClipBase):
@@ -384,8 +384,13 @@ class Optimizer(nnx.Pytree):
                     name = index.get(id(owned[key]))
                     if name is not None:  # else: a parameter this optimizer does not update
                         matched[name] = g
+                if not matched and set(grads) <= set(self._names):
+                    # The owner is another copy of the model (grads computed outside
+                    # an nnx.jit that re-created the objects): fall back to names.
+                    matched = dict(grads)
             else:
-                unknown = [k for k in grads if k not in set(self._names)]
+                own = set(self._names)
+                unknown = [k for k in grads if k not in own]
                 if unknown:
                     raise KeyError(f"{cls}.step: grads has {unknown}, which are not this optimizer's parameters {list(self._names)}. "
                                    "Bind the optimizer to the model (parameters=model) so names match, or pass grads from pdx.grad(loss_fn)(model, ...)")

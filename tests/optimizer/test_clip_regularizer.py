@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 import pdx
-from pdx.nn import ParamAttr
-from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from pdx.nn import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, ParamAttr
 from pdx.regularizer import L1Decay, L2Decay
 
 SHAPES = [(3, 5), (7,), (2, 3, 4)]

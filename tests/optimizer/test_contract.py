@@ -13,8 +13,7 @@ from flax import nnx
 
 import pdx
 from pdx import optimizer
-from pdx.nn import ParamAttr
-from pdx.nn._clip import ClipGradByGlobalNorm
+from pdx.nn import ClipGradByGlobalNorm, ParamAttr
 from pdx.regularizer import L1Decay, L2Decay
 
 OPTIMIZERS = {

@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import pdx
-from pdx import optimizer
-from pdx._autograd import Gradients
-from pdx.nn import ParamAttr
-from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from pdx import Gradients, optimizer
+from pdx.nn import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, ParamAttr
 from pdx.regularizer import L1Decay, L2Decay
 
 SHAPES = {"w": (3, 5), "b": (7,), "k": (2, 3, 4)}
