@@ -33,7 +33,7 @@ def static_int(value, *, op: str, name: str) -> int:
                             f"got a tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
         try:
             return int(np.asarray(value).reshape(()))
-        except jax.errors.ConcretizationTypeError as e:
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
             raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a Python int "
                             "instead of a traced tensor under jit") from e
     raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
@@ -46,7 +46,7 @@ def int_list(values, *, op: str, name: str) -> list[int]:
             raise TypeError(f"pdx.{op}: `{name}` must be a 1-D integer tensor; got shape {tuple(values.shape)}")
         try:
             return [int(v) for v in np.asarray(values).reshape(-1)]
-        except jax.errors.ConcretizationTypeError as e:
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
             raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a list of Python "
                             "ints instead of a traced tensor under jit") from e
     if isinstance(values, Sequence) and not isinstance(values, str):

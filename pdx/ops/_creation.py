@@ -237,13 +237,13 @@ def _scalar_arg(value, op, name):
             raise op_error(op, f"`{name}` must be a scalar or a 1-element tensor; got shape {tuple(value.shape)}")
         try:
             return np.asarray(value).reshape(()).item()
-        except jax.errors.ConcretizationTypeError as e:
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
             raise TypeError(f"pdx.{op}: `{name}` decides the output shape, so it must be known at "
                             "trace time; pass a Python number under jit") from e
     return value
 
 
-def arange(start=0, end=None, step=1, dtype=None, name=None):
+def arange(start=0, end=None, step=1, dtype=None, *, name=None):
     """Evenly spaced values in [start, end) with spacing `step`.
 
     With `dtype=None` the result is int64 (int32 without x64) when start, end

@@ -5,8 +5,10 @@ Matrix ops act on the last two dims and broadcast over leading batch dims.
 
 from __future__ import annotations
 
+import functools
 import math
 
+import jax
 import jax.numpy as jnp
 
 from pdx._dtype import default_float
@@ -29,6 +31,8 @@ def _square(x, op, name="x"):
                            f"got {name}.shape={tuple(x.shape)}")
 
 
+# Norms run as one jitted kernel each, so an eager call compiles one program.
+@functools.partial(jax.jit, static_argnames=("p", "axes", "keepdim"))
 def _vector_norm(x, p, axes, keepdim):
     a = jnp.abs(x)
     if p == math.inf:
@@ -50,6 +54,7 @@ def _singular_values(x, axes, keepdim):
     return s, (lambda v: jnp.expand_dims(v, axes) if keepdim else v)
 
 
+@functools.partial(jax.jit, static_argnames=("p", "axes", "keepdim"))
 def _matrix_norm(x, p, axes, keepdim):
     r, c = axes
     if p == "fro":
@@ -104,8 +109,8 @@ def norm(x, p=None, axis=None, keepdim=False, name=None):
             if x.ndim != 2:
                 raise op_error("norm", f"p='nuc' with axis=None needs a 2-D x; got x.shape={tuple(x.shape)} "
                                        "(pass axis=[-2, -1] for a batch of matrices)")
-            return _matrix_norm(x, "nuc", (0, 1), keepdim)
-        return _vector_norm(x, 2 if p in (None, "fro") else p, None, keepdim)
+            return _matrix_norm(x, "nuc", (0, 1), bool(keepdim))
+        return _vector_norm(x, 2 if p in (None, "fro") else p, None, bool(keepdim))
     axes = [normalize_axis(a, x.ndim, op="norm") for a in int_list(axis, op="norm", name="axis")]
     if len(set(axes)) != len(axes) or not axes:
         raise op_error("norm", f"`axis`={axis} must list distinct axes")
@@ -114,12 +119,12 @@ def norm(x, p=None, axis=None, keepdim=False, name=None):
         if ord_ not in _MATRIX_ORDS:
             raise op_error("norm", f"`p`={p!r} is not a matrix norm; with two axes use one of "
                                    "'fro', 'nuc', 1, -1, 2, -2, inf, -inf")
-        return _matrix_norm(x, ord_, tuple(axes), keepdim)
+        return _matrix_norm(x, ord_, tuple(axes), bool(keepdim))
     if p == "nuc":
         raise op_error("norm", f"p='nuc' needs exactly two axes; got axis={axis}")
     if p == "fro" and len(axes) > 2:
         raise op_error("norm", f"p='fro' needs one or two axes; got axis={axis}")
-    return _vector_norm(x, 2 if p in (None, "fro") else p, tuple(axes), keepdim)
+    return _vector_norm(x, 2 if p in (None, "fro") else p, tuple(axes), bool(keepdim))
 
 
 def inverse(x, name=None):

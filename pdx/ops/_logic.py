@@ -460,16 +460,18 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     x = as_array(x, op="unique")
     dt = int_dtype_arg(dtype, op="unique")
     ax = None if axis is None else normalize_axis(static_int(axis, op="unique", name="axis"), x.ndim, op="unique")
-    kwargs = {}
     if size is None:
-        _concrete(x, "unique")
+        # Eager only, so numpy does the work: one host call instead of many small XLA programs.
+        out, index, inverse, counts = np.unique(_concrete(x, "unique"), return_index=True, return_inverse=True,
+                                                return_counts=True, axis=ax)
+        out = jnp.asarray(out, x.dtype)
     else:
-        kwargs = {"size": static_int(size, op="unique", name="size"), "fill_value": fill_value}
-    results = jnp.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=ax, **kwargs)
-    out, index, inverse, counts = results
+        out, index, inverse, counts = jnp.unique(
+            x, return_index=True, return_inverse=True, return_counts=True, axis=ax,
+            size=static_int(size, op="unique", name="size"), fill_value=fill_value)
     if ax is None:
         inverse = inverse.reshape(-1)
-    extras = [v.astype(dt) for v, wanted in ((index, return_index), (inverse, return_inverse),
+    extras = [jnp.asarray(v, dt) for v, wanted in ((index, return_index), (inverse, return_inverse),
                                               (counts, return_counts)) if wanted]
     return (out, *extras) if extras else out
 

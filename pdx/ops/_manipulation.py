@@ -8,6 +8,7 @@ eager-only op here: its output size depends on the mask's values.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -18,6 +19,12 @@ from pdx.ops._checks import (
     broadcast_shapes, check_rank, dtype_arg, index_array, int_list, prod_int, static_int,
 )
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
+from pdx.ops._logic import nonzero
+
+# Ops built from several primitives run their array math through one jitted kernel: eager
+# (Paddle-style) calls then dispatch and compile one XLA program instead of one per primitive.
+def _static_kernel(*names):
+    return functools.partial(jax.jit, static_argnames=names)
 
 
 def _axis(axis, ndim, op, name="axis"):
@@ -360,7 +367,12 @@ def gather_nd(x, index, name=None):
     k = index.shape[-1]
     if k > x.ndim:
         raise op_error("gather_nd", f"index.shape[-1]={k} exceeds x's rank {x.ndim} (x.shape={tuple(x.shape)})")
-    return x[tuple(index[..., i] for i in range(k))]
+    return _gather_nd_kernel(x, index)
+
+
+@jax.jit
+def _gather_nd_kernel(x, index):
+    return x[tuple(index[..., i] for i in range(index.shape[-1]))]
 
 
 def scatter(x, index, updates, overwrite=True, name=None):
@@ -397,7 +409,11 @@ def scatter(x, index, updates, overwrite=True, name=None):
     if tuple(updates.shape) != expected:
         raise op_error("scatter", f"updates.shape={tuple(updates.shape)} must be {expected} "
                                   f"(len(index), *x.shape[1:]) for x.shape={tuple(x.shape)}")
-    updates = updates.astype(x.dtype)
+    return _scatter_kernel(x, index, updates.astype(x.dtype), overwrite=bool(overwrite))
+
+
+@_static_kernel("overwrite")
+def _scatter_kernel(x, index, updates, overwrite):
     if overwrite:
         return x.at[index].set(updates)
     return x.at[index].set(0).at[index].add(updates)
@@ -431,7 +447,12 @@ def scatter_nd_add(x, index, updates, name=None):
     if tuple(updates.shape) != expected:
         raise op_error("scatter_nd_add", f"updates.shape={tuple(updates.shape)} must be {expected} "
                                          "(index.shape[:-1] + x.shape[index.shape[-1]:])")
-    return x.at[tuple(index[..., i] for i in range(k))].add(updates.astype(x.dtype))
+    return _scatter_nd_add_kernel(x, index, updates.astype(x.dtype))
+
+
+@jax.jit
+def _scatter_nd_add_kernel(x, index, updates):
+    return x.at[tuple(index[..., i] for i in range(index.shape[-1]))].add(updates)
 
 
 def index_select(x, index, axis=0, name=None):
@@ -511,6 +532,11 @@ def take_along_axis(arr, indices, axis, broadcast=True):
             if i != ax and b > a:
                 raise op_error("take_along_axis", f"indices.shape={tuple(indices.shape)} is larger than "
                                                   f"arr.shape={tuple(arr.shape)} at dim {i}")
+    return _take_along_kernel(arr, indices, ax=ax)
+
+
+@_static_kernel("ax")
+def _take_along_kernel(arr, indices, ax):
     return arr[_along_axis_grid(indices, ax)]
 
 
@@ -555,10 +581,15 @@ def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=Tru
     values = as_array(values, name="values", op=op).astype(arr.dtype)
     fits = all(b <= a for a, b in zip(arr.shape, indices.shape))
     if broadcast and fits:
-        target = [indices.shape[ax] if i == ax else d for i, d in enumerate(arr.shape)]
-        broadcast_shapes(op, indices=indices, target=jnp.zeros(target, jnp.bool_))
+        target = tuple(indices.shape[ax] if i == ax else d for i, d in enumerate(arr.shape))
+        for name, shape in (("indices", indices.shape), ("values", values.shape)):
+            try:
+                np.broadcast_to(np.empty(shape, np.bool_), target)
+            except ValueError:
+                raise op_error(op, f"{name}.shape={tuple(shape)} cannot be broadcast to {target} (arr.shape "
+                                   f"with indices.shape[{ax}] on axis {ax}); pass broadcast=False to index "
+                                   "a sub-block") from None
         indices = jnp.broadcast_to(indices, target)
-        broadcast_shapes(op, values=values, indices=indices)
         values = jnp.broadcast_to(values, target)
     elif values.size == 1:
         values = jnp.broadcast_to(values.reshape(()), indices.shape)
@@ -571,6 +602,11 @@ def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=Tru
             if i != ax and b > a:
                 raise op_error(op, f"indices.shape={tuple(indices.shape)} is larger than arr.shape="
                                    f"{tuple(arr.shape)} at dim {i}")
+    return _put_along_kernel(arr, indices, values, ax=ax, reduce=reduce, include_self=bool(include_self))
+
+
+@_static_kernel("ax", "reduce", "include_self")
+def _put_along_kernel(arr, indices, values, ax, reduce, include_self):
     where = _along_axis_grid(indices, ax)
     if reduce == "assign":
         return arr.at[where].set(values)
@@ -590,13 +626,13 @@ def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=Tru
     base = arr if include_self else arr.at[where].set(0)
     total = base.at[where].add(values)
     counts = jnp.zeros(arr.shape, jnp.int32).at[where].add(1)
-    counts = counts + (1 if include_self else 0)
-    written = jnp.zeros(arr.shape, jnp.bool_).at[where].set(True)
-    mean_value = total / jnp.maximum(counts, 1).astype(total.dtype if jnp.issubdtype(total.dtype, jnp.inexact)
-                                                         else jnp.float32)
-    if not jnp.issubdtype(arr.dtype, jnp.inexact):
-        mean_value = jnp.floor_divide(total, jnp.maximum(counts, 1)).astype(arr.dtype)
-    return jnp.where(written, mean_value.astype(arr.dtype), arr)
+    written = counts > 0
+    counts = jnp.maximum(counts + (1 if include_self else 0), 1).astype(arr.dtype)
+    if jnp.issubdtype(arr.dtype, jnp.inexact):
+        mean_value = total / counts
+    else:
+        mean_value = jnp.floor_divide(total, counts)
+    return jnp.where(written, mean_value, arr)
 
 
 def _lowest(dtype):
@@ -628,7 +664,6 @@ def where(condition, x=None, y=None, name=None):
       [1.0, 2.0]
     """
     if x is None and y is None:
-        from pdx.ops._logic import nonzero
         return nonzero(condition, as_tuple=True)
     if x is None or y is None:
         raise op_error("where", "pass both `x` and `y`, or neither (to get the indices of True values)")
@@ -996,7 +1031,7 @@ def repeat_interleave(x, repeats, axis=None, name=None):
                                             f"along axis {ax}")
     try:
         total = int(np.asarray(reps).sum())
-    except jax.errors.ConcretizationTypeError as e:
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
         raise TypeError("pdx.repeat_interleave: a traced `repeats` tensor gives an unknown output size; "
                         "pass repeats as a Python int or a concrete tensor") from e
     return jnp.repeat(x, reps, axis=ax, total_repeat_length=total)
@@ -1091,4 +1126,9 @@ def pad(x, pad, mode="constant", value=0.0, data_format=None, pad_from_left_axis
         if mode == "circular" and (lo > x.shape[axis_i] or hi > x.shape[axis_i]):
             raise op_error("pad", f"mode='circular' needs padding <= the dim size; axis {axis_i} has size "
                                   f"{x.shape[axis_i]} but padding {(lo, hi)}")
-    return jnp.pad(x, pairs, mode=_PAD_MODES[mode])
+    return _pad_kernel(x, pairs=tuple(pairs), mode=_PAD_MODES[mode])
+
+
+@_static_kernel("pairs", "mode")
+def _pad_kernel(x, pairs, mode):
+    return jnp.pad(x, pairs, mode=mode)

@@ -9,6 +9,8 @@ Integer sums and cumulative sums give Paddle's int64 (int32 without x64).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -192,12 +194,12 @@ def pow(x, y, name=None):  # noqa: A001 (Paddle's name)
       >>> pdx.pow(pdx.to_tensor([2.0, 3.0]), 2).tolist()
       [4.0, 9.0]
     """
-    x, y = binary_args(x, y, op="pow")
+    x, y = binary_args(as_array(x, op="pow"), y, op="pow")
     if isinstance(y, (int, float)) and jnp.issubdtype(x.dtype, jnp.integer):
         if float(y).is_integer() and y >= 0:
             return jax.lax.integer_pow(x, int(y))
         return jnp.power(x.astype(default_float()), y).astype(x.dtype)
-    if isinstance(y, int) and y >= 0 and not isinstance(x, (int, float)):
+    if isinstance(y, int) and y >= 0:
         return jax.lax.integer_pow(x, y)
     return jnp.power(x, y)
 
@@ -856,9 +858,16 @@ def prod(x, axis=None, keepdim=False, dtype=None, name=None):
     return jnp.prod(x if dt is None else x.astype(dt), axis=axes, keepdims=keepdim)
 
 
-def _variance(x, axes, ddof, keepdim):
-    x = _to_float(x)
-    return jnp.var(x, axis=axes, ddof=ddof, keepdims=keepdim)
+# Multi-primitive reductions run as one jitted kernel so an eager call compiles one program.
+@functools.partial(jax.jit, static_argnames=("axes", "ddof", "keepdim", "root"))
+def _variance(x, axes, ddof, keepdim, root=False):
+    v = jnp.var(_to_float(x), axis=axes, ddof=ddof, keepdims=keepdim)
+    return jnp.sqrt(v) if root else v
+
+
+@functools.partial(jax.jit, static_argnames=("axes", "keepdim"))
+def _logsumexp(x, axes, keepdim):
+    return jax.nn.logsumexp(_to_float(x), axis=axes, keepdims=keepdim)
 
 
 def var(x, axis=None, unbiased=None, keepdim=False, name=None, *, correction=1):
@@ -882,7 +891,7 @@ def var(x, axis=None, unbiased=None, keepdim=False, name=None, *, correction=1):
     """
     x, axes = _reduce_input(x, axis, "var")
     ddof = correction if unbiased is None else int(bool(unbiased))
-    return _variance(x, axes, ddof, keepdim)
+    return _variance(x, axes, ddof, bool(keepdim))
 
 
 def std(x, axis=None, unbiased=True, keepdim=False, name=None):
@@ -904,7 +913,7 @@ def std(x, axis=None, unbiased=True, keepdim=False, name=None):
       1.0
     """
     x, axes = _reduce_input(x, axis, "std")
-    return jnp.sqrt(_variance(x, axes, int(bool(unbiased)), keepdim))
+    return _variance(x, axes, int(bool(unbiased)), bool(keepdim), root=True)
 
 
 def logsumexp(x, axis=None, keepdim=False, name=None):
@@ -925,7 +934,7 @@ def logsumexp(x, axis=None, keepdim=False, name=None):
       '0.6931'
     """
     x, axes = _reduce_input(x, axis, "logsumexp")
-    return jax.nn.logsumexp(_to_float(x), axis=axes, keepdims=keepdim)
+    return _logsumexp(x, axes, bool(keepdim))
 
 
 def _scan_input(x, axis, op, name):
@@ -959,7 +968,7 @@ def cumsum(x, axis=None, dtype=None, name=None):
     return jnp.cumsum(x if dt is None else x.astype(dt), axis=ax)
 
 
-def cumprod(x, dim=None, dtype=None, name=None):
+def cumprod(x, dim=None, *, dtype=None, name=None):
     """Cumulative product along `dim`; `dim=None` flattens first.
 
     Args:

@@ -67,7 +67,9 @@ def grads_match(paddle, fn, arrays, wrt, rng, pd_fn=None, rtol=1e-4, atol=1e-5):
             args[i] = w
         return sum(jnp.sum(o * c) for o, c in zip(_as_list(fn(pdx, *args)), cots))
 
-    ours = jax.grad(loss, argnums=tuple(range(len(wrt))))(*[jarrs[i] for i in wrt])
+    # One compiled program per case is several times faster than eager op-by-op autodiff,
+    # and it also checks that the op traces under jit.
+    ours = jax.jit(jax.grad(loss, argnums=tuple(range(len(wrt)))))(*[jarrs[i] for i in wrt])
     tensors = [paddle.to_tensor(a, stop_gradient=i not in wrt) for i, a in enumerate(arrays)]
     outs = _as_list((pd_fn or fn)(paddle, *tensors))
     total = sum((o * paddle.to_tensor(c)).sum() for o, c in zip(outs, cots))

@@ -184,7 +184,7 @@ def test_bernoulli_frequency_and_p():
     draws = pdx.bernoulli(probs)
     assert draws.dtype == jnp.float32 and set(np.unique(draws)) <= {0.0, 1.0}
     assert abs(float(draws.mean()) - 0.3) < 0.02
-    assert float(pdx.bernoulli(jnp.zeros(100), p=1.0).min()) == 1.0
+    assert float(pdx.bernoulli(jnp.zeros(20000), p=1.0).min()) == 1.0
 
 
 def test_multinomial_with_and_without_replacement():
@@ -194,12 +194,11 @@ def test_multinomial_with_and_without_replacement():
     assert draws.shape == (20000,) and draws.dtype == jnp.int32
     freq = np.bincount(np.asarray(draws), minlength=3) / 20000
     np.testing.assert_allclose(freq, [0.1, 0.2, 0.7], atol=0.02)
-    rows = pdx.multinomial(jnp.ones((4, 5)), 5)
-    assert rows.shape == (4, 5)
+    weights = jnp.ones((4, 5)).at[:, 0].set(0.0)  # a zero weight is never drawn
+    rows = pdx.multinomial(weights, 4)
+    assert rows.shape == (4, 4)
     for row in np.asarray(rows):
-        assert sorted(row.tolist()) == [0, 1, 2, 3, 4]
-    never_zero = pdx.multinomial(jnp.asarray([[0.0, 1.0, 1.0]]), 2)
-    assert sorted(np.asarray(never_zero)[0].tolist()) == [1, 2]
+        assert sorted(row.tolist()) == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("draw", [

@@ -117,6 +117,7 @@ FORWARD = [
     ("cumsum_dtype", lambda m, x: m.cumsum(x, axis=0, dtype="float32"), [i32(3, 5)]),
     ("cumprod_flat", lambda m, x: m.cumprod(x), [f32(2, 3, low=0.5, high=1.5)]),
     ("cumprod_dim", lambda m, x: m.cumprod(x, dim=1), [f32(*S, low=0.5, high=1.5)]),
+    ("cumprod_dtype", lambda m, x: m.cumprod(x, dim=0, dtype="float32"), [i32(3, 4, low=-3, high=4)]),
     # products
     ("matmul", lambda m, x, y: m.matmul(x, y), [f32(3, 5), f32(5, 7)]),
     ("matmul_tx", lambda m, x, y: m.matmul(x, y, transpose_x=True), [f32(5, 3), f32(5, 7)]),
