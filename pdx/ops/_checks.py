@@ -123,16 +123,6 @@ def check_rank(x, *, op: str, name: str = "x", at_least: int = 0, exactly: int |
         raise op_error(op, f"`{name}` must have rank >= {at_least}; got {name}.shape={tuple(x.shape)}")
 
 
-def is_python_scalar(value) -> bool:
-    return isinstance(value, (bool, int, float, complex, np.number))
-
-
-def ensure_in(value, choices, *, op: str, name: str):
-    if value not in choices:
-        raise op_error(op, f"`{name}`={value!r} is not supported; use one of {list(choices)}")
-    return value
-
-
 def prod_int(values) -> int:
     out = 1
     for v in values:

@@ -646,7 +646,8 @@ def lerp(x, y, weight, name=None):
 
 _SCALE_ACTS = {
     "relu": jax.nn.relu, "sigmoid": jax.nn.sigmoid, "tanh": jnp.tanh, "softplus": jax.nn.softplus,
-    "silu": jax.nn.silu, "swish": jax.nn.silu, "relu6": jax.nn.relu6, "gelu": lambda v: jax.nn.gelu(v, approximate=False),
+    "silu": jax.nn.silu, "swish": jax.nn.silu, "relu6": jax.nn.relu6,
+    "gelu": lambda v: jax.nn.gelu(v, approximate=False),
 }
 
 

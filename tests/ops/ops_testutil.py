@@ -78,3 +78,19 @@ def grads_match(paddle, fn, arrays, wrt, rng, pd_fn=None, rtol=1e-4, atol=1e-5):
         assert tensors[i].grad is not None, f"paddle produced no gradient for input {i}"
         np.testing.assert_allclose(np.asarray(g), tensors[i].grad.numpy(), rtol=rtol, atol=atol,
                                    err_msg=f"gradient of input {i}")
+
+
+def traces_like_eager(cases, rng, skip=()):
+    """Trace every `(id, fn, input_makers, ...)` case abstractly (`jax.eval_shape`, as jit does,
+    without compiling) and check the traced output shapes/dtypes equal the eager results.
+
+    This catches Python control flow on traced values and host syncs, the usual ways an op
+    breaks under jit, for every case at the cost of tracing only.
+    """
+    for case in cases:
+        if case[0] in skip:
+            continue
+        fn, arrays = case[1], [jnp.asarray(make(rng)) for make in case[2]]
+        eager = _as_list(fn(pdx, *arrays))
+        traced = _as_list(jax.eval_shape(lambda *a, fn=fn: fn(pdx, *a), *arrays))
+        assert [(t.shape, t.dtype) for t in traced] == [(e.shape, e.dtype) for e in eager], case[0]

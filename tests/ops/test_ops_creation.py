@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import assert_matches, run_both
+from ops_testutil import assert_matches, run_both, traces_like_eager
 
 import pdx
 
@@ -57,6 +57,10 @@ LIKE = [
 @pytest.mark.parametrize("fn", [pytest.param(c[1], id=c[0]) for c in LIKE])
 def test_like_and_triangle_ops_match_paddle(paddle, rng, fn):
     run_both(paddle, fn, [rng.standard_normal((3, 5, 7)).astype(np.float32)])
+
+
+def test_like_cases_trace_under_jit(rng):
+    traces_like_eager([(c[0], c[1], [lambda r: r.standard_normal((3, 5, 7)).astype(np.float32)]) for c in LIKE], rng)
 
 
 def test_full_like_casts_to_x_dtype(paddle):

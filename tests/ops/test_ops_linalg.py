@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import assert_matches, grads_match, run_both
+from ops_testutil import assert_matches, grads_match, run_both, traces_like_eager
 
 import pdx
 
@@ -88,6 +88,10 @@ LINALG = [
 @pytest.mark.parametrize("fn,inputs,pd_fn", [pytest.param(c[1], c[2], c[3], id=c[0]) for c in LINALG])
 def test_linalg_matches_paddle(paddle, rng, fn, inputs, pd_fn):
     run_both(paddle, fn, [make(rng) for make in inputs], pd_fn=pd_fn, rtol=1e-4, atol=1e-4)
+
+
+def test_linalg_cases_trace_under_jit(rng):
+    traces_like_eager(LINALG, rng)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 4, 4)])

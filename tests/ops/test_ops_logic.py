@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import assert_matches, grads_match, run_both
+from ops_testutil import assert_matches, grads_match, run_both, traces_like_eager
 
 import pdx
 
@@ -89,6 +89,11 @@ def test_forward_matches_paddle(paddle, rng, fn, inputs):
     run_both(paddle, fn, [make(rng) for make in inputs])
 
 
+def test_forward_cases_trace_under_jit(rng):
+    eager_only = ("nonzero", "nonzero_tuple", "where_indices", "unique", "unique_all", "unique_counts", "unique_axis")
+    traces_like_eager(FORWARD, rng, skip=eager_only)
+
+
 def test_shape_is_int32_and_works_under_jit(paddle, rng):
     x = rng.standard_normal(S).astype(np.float32)
     ours = pdx.shape(jnp.asarray(x))
@@ -137,7 +142,8 @@ def test_size_argument_makes_nonzero_and_unique_jittable():
 
 def test_comparisons_with_python_scalars(paddle, rng):
     x = rng.standard_normal((3, 5)).astype(np.float32)
-    assert_matches(pdx.greater_than(jnp.asarray(x), 0.0), paddle.greater_than(paddle.to_tensor(x), paddle.to_tensor(0.0)))
+    theirs = paddle.greater_than(paddle.to_tensor(x), paddle.to_tensor(0.0))
+    assert_matches(pdx.greater_than(jnp.asarray(x), 0.0), theirs)
     assert pdx.equal(jnp.asarray([1, 2]), 2).tolist() == [False, True]
 
 

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import grads_match, run_both
+from ops_testutil import grads_match, run_both, traces_like_eager
 
 import pdx
 
@@ -100,6 +100,10 @@ FORWARD = [
 @pytest.mark.parametrize("fn,inputs", [pytest.param(c[1], c[2], id=c[0]) for c in FORWARD])
 def test_forward_matches_paddle(paddle, rng, fn, inputs):
     run_both(paddle, fn, [make(rng) for make in inputs])
+
+
+def test_forward_cases_trace_under_jit(rng):
+    traces_like_eager(FORWARD, rng, skip=("masked_select", "masked_select_bcast", "repeat_interleave_tensor"))
 
 
 PUT_INDEX = np.array([[0, 0, 2, 1, 4, 4, 4]] * 3, np.int32).reshape(3, 1, 7)
@@ -241,7 +245,8 @@ def test_repeat_interleave_tensor_repeats_need_concrete_values():
     (lambda: pdx.put_along_axis(jnp.ones((2, 3)), jnp.zeros((1, 1), jnp.int32), 1.0, 0, reduce="max"),
      r"pdx\.put_along_axis: `reduce`='max'"),
     (lambda: pdx.where(jnp.asarray([True]), jnp.ones(1)), r"pdx\.where: pass both `x` and `y`"),
-    (lambda: pdx.masked_fill(jnp.ones((2, 3)), jnp.ones(2, bool), 0.0), r"pdx\.masked_fill: x\.shape=\(2, 3\) and mask"),
+    (lambda: pdx.masked_fill(jnp.ones((2, 3)), jnp.ones(2, bool), 0.0),
+     r"pdx\.masked_fill: x\.shape=\(2, 3\) and mask"),
     (lambda: pdx.expand(jnp.ones((2, 3)), [2, 4]), r"pdx\.expand: cannot expand x\.shape=\(2, 3\)"),
     (lambda: pdx.expand(jnp.ones(3), [-1, 3]), r"pdx\.expand: .*-1 \(keep the dim\) is not allowed"),
     (lambda: pdx.roll(jnp.ones(3), [1, 2]), r"pdx\.roll: `shifts`=\[1, 2\] must be a single int"),

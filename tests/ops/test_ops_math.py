@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import assert_matches, grads_match, run_both
+from ops_testutil import assert_matches, grads_match, run_both, traces_like_eager
 
 import pdx
 
@@ -146,6 +146,10 @@ def test_forward_matches_paddle(paddle, rng, fn, inputs):
     run_both(paddle, fn, [make(rng) for make in inputs], rtol=2e-5, atol=2e-5)
 
 
+def test_forward_cases_trace_under_jit(rng):
+    traces_like_eager(FORWARD, rng, skip=())
+
+
 def test_mean_of_integers_is_floating(paddle):
     # Documented difference: Paddle truncates the mean of an int tensor to int; pdx keeps the value.
     out = pdx.mean(jnp.asarray([1, 2], jnp.int32))
@@ -204,11 +208,13 @@ def test_matmul_and_reductions_under_jit(paddle, rng):
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: pdx.matmul(jnp.ones((2, 3)), jnp.ones((4, 5))), r"pdx\.matmul: x\.shape=\(2, 3\) and y\.shape=\(4, 5\).*\(3 vs 4\)"),
+    (lambda: pdx.matmul(jnp.ones((2, 3)), jnp.ones((4, 5))),
+     r"pdx\.matmul: x\.shape=\(2, 3\) and y\.shape=\(4, 5\).*\(3 vs 4\)"),
     (lambda: pdx.matmul(jnp.ones((2, 2, 3)), jnp.ones((3, 3, 4))), r"pdx\.matmul: batch dims"),
     (lambda: pdx.bmm(jnp.ones((2, 2, 3)), jnp.ones((3, 3, 4))), r"pdx\.bmm: batch sizes differ"),
     (lambda: pdx.dot(jnp.ones(3), jnp.ones(4)), r"pdx\.dot"),
-    (lambda: pdx.add(jnp.ones((2, 3)), jnp.ones((4,))), r"pdx\.add: x\.shape=\(2, 3\) and y\.shape=\(4,\) cannot be broadcast"),
+    (lambda: pdx.add(jnp.ones((2, 3)), jnp.ones((4,))),
+     r"pdx\.add: x\.shape=\(2, 3\) and y\.shape=\(4,\) cannot be broadcast"),
     (lambda: pdx.sum(jnp.ones((2, 3)), axis=2), r"pdx\.sum: `axis`=2 is out of range"),
     (lambda: pdx.mean(jnp.ones((2, 3)), axis=[0, -2]), r"pdx\.mean: `axis`=\[0, -2\] repeats"),
     (lambda: pdx.cumsum(jnp.ones((2, 3)), axis=3), r"pdx\.cumsum: `axis`=3"),
