@@ -2,8 +2,8 @@
 
 Children are plain attributes of the container named '0', '1', ... (or the
 given names), so state_dict keys read `0.weight`, `layers.1.bias`, exactly as
-in Paddle, and nnx sees an ordinary module tree. Reordering (insert, delete)
-re-adds the children so attribute order always equals index order.
+in Paddle, and nnx sees an ordinary module tree. Their order is a static
+tuple of names, so it survives nnx's split/merge (which sorts attributes).
 """
 
 from __future__ import annotations
@@ -32,16 +32,49 @@ def _check_child(owner: Layer, name, layer) -> str:
     return name
 
 
-def _children(owner: Layer) -> list[tuple[str, nnx.Module]]:
-    return [(k, v) for k, v in vars(owner).items() if isinstance(v, nnx.Module)]
+class _Container(Layer):
+    """Children as attributes, in the order recorded by `_order`.
 
+    nnx rebuilds a module's attributes in sorted order when it merges a graph
+    (inside nnx.jit / pdx.jit), which would run '10' before '2'; the static
+    `_order` tuple travels in the graph definition and keeps Paddle's order.
+    """
 
-def _reset(owner: Layer, named: list[tuple[str, nnx.Module]]) -> None:
-    """Replace all children by `named`, in that order."""
-    for name, _ in _children(owner):
-        delattr(owner, name)
-    for name, layer in named:
-        setattr(owner, name, layer)
+    _order: tuple[str, ...] = ()
+
+    def __init__(self):
+        super().__init__()
+        self._order = ()
+
+    def _children(self) -> list[tuple[str, nnx.Module]]:
+        return [(name, getattr(self, name)) for name in self._order]
+
+    def _add(self, name, layer) -> None:
+        name = _check_child(self, name, layer)
+        setattr(self, name, layer)
+        if name not in self._order:
+            self._order = self._order + (name,)
+
+    def _remove(self, name: str) -> None:
+        delattr(self, name)
+        self._order = tuple(n for n in self._order if n != name)
+
+    def _reset(self, named) -> None:
+        """Replace all children by `named` (a list of (name, layer)), in that order."""
+        for name in self._order:
+            delattr(self, name)
+        self._order = ()
+        for name, layer in named:
+            self._add(name, layer)
+
+    def named_children(self):
+        yield from self._children()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __iter__(self):
+        return iter([layer for _, layer in self._children()])
 
 
 def _index(i, n: int, kind: str, *, insert: bool = False) -> int:
@@ -53,7 +86,7 @@ def _index(i, n: int, kind: str, *, insert: bool = False) -> int:
     return int(i) + n if i < 0 else int(i)
 
 
-class Sequential(Layer):
+class Sequential(_Container):
     """Run sublayers in order, each on the previous one's output (Paddle's `nn.Sequential`).
 
     Args:
@@ -78,16 +111,10 @@ class Sequential(Layer):
         else:
             named = [(str(i), layer) for i, layer in enumerate(layers)]
         for name, layer in named:
-            setattr(self, _check_child(self, name, layer), layer)
-
-    def __len__(self) -> int:
-        return len(_children(self))
-
-    def __iter__(self):
-        return iter([layer for _, layer in _children(self)])
+            self._add(name, layer)
 
     def __getitem__(self, name):
-        named = _children(self)
+        named = self._children()
         if isinstance(name, slice):
             return type(self)(*[layer for _, layer in named[name]])
         if isinstance(name, str):
@@ -98,28 +125,26 @@ class Sequential(Layer):
 
     def __setitem__(self, name, layer) -> None:
         if is_int(name):
-            name = _children(self)[_index(name, len(self), "Sequential")][0]
-        setattr(self, _check_child(self, name, layer), layer)
+            name = self._order[_index(name, len(self), "Sequential")]
+        self._add(name, layer)
 
     def __delitem__(self, name) -> None:
-        named = _children(self)
         if is_int(name):
-            name = named[_index(name, len(named), "Sequential")][0]
-        if str(name) not in dict(named):
+            name = self._order[_index(name, len(self), "Sequential")]
+        if str(name) not in self._order:
             raise KeyError(f"pdx.nn.Sequential: no sublayer named {name!r}")
-        delattr(self, str(name))
+        self._remove(str(name))
 
     def append(self, module) -> "Sequential":
         """Add `module` at the end, named by its index."""
-        setattr(self, _check_child(self, str(len(self)), module), module)
+        self._add(str(len(self)), module)
         return self
 
     def insert(self, index, module) -> "Sequential":
         """Insert `module` before `index`; the children are renamed '0', '1', ... in order."""
         layers = list(self)
         layers.insert(_index(index, len(layers), "Sequential", insert=True), module)
-        _check_child(self, "0", module)
-        _reset(self, [(str(i), layer) for i, layer in enumerate(layers)])
+        self._reset([(str(i), layer) for i, layer in enumerate(layers)])
         return self
 
     def extend(self, sequential: Iterable) -> "Sequential":
@@ -129,12 +154,12 @@ class Sequential(Layer):
         return self
 
     def forward(self, input):  # noqa: A002  (Paddle's argument name)
-        for _, layer in _children(self):
+        for _, layer in self._children():
             input = layer(input)
         return input
 
 
-class LayerList(Layer):
+class LayerList(_Container):
     """A list of sublayers, named '0', '1', ... (Paddle's `nn.LayerList`).
 
     Use it (not a Python list) to hold layers: their parameters are then
@@ -156,12 +181,6 @@ class LayerList(Layer):
         if sublayers is not None:
             self.extend(sublayers)
 
-    def __len__(self) -> int:
-        return len(_children(self))
-
-    def __iter__(self):
-        return iter([layer for _, layer in _children(self)])
-
     def __getitem__(self, idx):
         layers = list(self)
         if isinstance(idx, slice):
@@ -169,8 +188,7 @@ class LayerList(Layer):
         return layers[_index(idx, len(layers), "LayerList")]
 
     def __setitem__(self, idx, sublayer) -> None:
-        name = str(_index(idx, len(self), "LayerList"))
-        setattr(self, _check_child(self, name, sublayer), sublayer)
+        self._add(str(_index(idx, len(self), "LayerList")), sublayer)
 
     def __delitem__(self, idx) -> None:
         layers = list(self)
@@ -178,7 +196,7 @@ class LayerList(Layer):
             del layers[idx]
         else:
             del layers[_index(idx, len(layers), "LayerList")]
-        _reset(self, [(str(i), layer) for i, layer in enumerate(layers)])
+        self._reset([(str(i), layer) for i, layer in enumerate(layers)])
 
     def __iadd__(self, modules) -> "LayerList":
         return self.extend(modules)
@@ -188,8 +206,7 @@ class LayerList(Layer):
 
     def append(self, sublayer) -> "LayerList":
         """Add `sublayer` at the end."""
-        name = str(len(self))
-        setattr(self, _check_child(self, name, sublayer), sublayer)
+        self._add(str(len(self)), sublayer)
         return self
 
     def extend(self, sublayers) -> "LayerList":
@@ -205,8 +222,7 @@ class LayerList(Layer):
         """Insert `sublayer` before `index` (Paddle's `insert`)."""
         layers = list(self)
         layers.insert(_index(index, len(layers), "LayerList", insert=True), sublayer)
-        _check_child(self, "0", sublayer)
-        _reset(self, [(str(i), layer) for i, layer in enumerate(layers)])
+        self._reset([(str(i), layer) for i, layer in enumerate(layers)])
 
     def pop(self, key=-1):
         """Remove and return the layer at `key`."""
@@ -215,7 +231,7 @@ class LayerList(Layer):
         return layer
 
 
-class LayerDict(Layer):
+class LayerDict(_Container):
     """An ordered mapping name -> sublayer (Paddle's `nn.LayerDict`).
 
     Args:
@@ -239,24 +255,21 @@ class LayerDict(Layer):
         return getattr(self, key)
 
     def __setitem__(self, key: str, sublayer) -> None:
-        setattr(self, _check_child(self, key, sublayer), sublayer)
+        self._add(key, sublayer)
 
     def __delitem__(self, key: str) -> None:
         if key not in self:
             raise KeyError(f"pdx.nn.LayerDict: no sublayer named {key!r}")
-        delattr(self, key)
-
-    def __len__(self) -> int:
-        return len(_children(self))
+        self._remove(key)
 
     def __iter__(self):
         return iter(self.keys())
 
     def __contains__(self, key) -> bool:
-        return key in dict(_children(self))
+        return key in self._order
 
     def clear(self) -> None:
-        _reset(self, [])
+        self._reset([])
 
     def pop(self, key: str):
         layer = self[key]
@@ -264,13 +277,13 @@ class LayerDict(Layer):
         return layer
 
     def keys(self):
-        return [k for k, _ in _children(self)]
+        return list(self._order)
 
     def items(self):
-        return _children(self)
+        return self._children()
 
     def values(self):
-        return [v for _, v in _children(self)]
+        return [v for _, v in self._children()]
 
     def update(self, sublayers) -> None:
         """Add or replace sublayers from a mapping or (name, layer) pairs."""

@@ -231,6 +231,7 @@ class TransformerEncoderLayer(Layer):
                  layer_norm_eps=1e-05, *, rngs=None):
         super().__init__()
         layer = type(self).__name__
+        act = _activation(activation, layer)
         d_model = _positive(d_model, layer=layer, name="d_model")
         _positive(nhead, layer=layer, name="nhead")
         dim_feedforward = _positive(dim_feedforward, layer=layer, name="dim_feedforward")
@@ -251,7 +252,7 @@ class TransformerEncoderLayer(Layer):
         self.norm2 = LayerNorm(d_model, layer_norm_eps, rngs=rngs)
         self.dropout1 = Dropout(dropout, mode="upscale_in_train", rngs=rngs)
         self.dropout2 = Dropout(dropout, mode="upscale_in_train", rngs=rngs)
-        self.activation = _activation(activation, layer)
+        self.activation = act
 
     def forward(self, src, src_mask=None, cache=None):
         src = as_array(src, name="src", op="nn.TransformerEncoderLayer")
@@ -369,6 +370,7 @@ class TransformerDecoderLayer(Layer):
                  layer_norm_eps=1e-05, *, rngs=None):
         super().__init__()
         layer = type(self).__name__
+        act = _activation(activation, layer)
         d_model = _positive(d_model, layer=layer, name="d_model")
         _positive(nhead, layer=layer, name="nhead")
         dim_feedforward = _positive(dim_feedforward, layer=layer, name="dim_feedforward")
@@ -393,7 +395,7 @@ class TransformerDecoderLayer(Layer):
         self.dropout1 = Dropout(dropout, mode="upscale_in_train", rngs=rngs)
         self.dropout2 = Dropout(dropout, mode="upscale_in_train", rngs=rngs)
         self.dropout3 = Dropout(dropout, mode="upscale_in_train", rngs=rngs)
-        self.activation = _activation(activation, layer)
+        self.activation = act
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, cache=None):
         tgt = as_array(tgt, name="tgt", op="nn.TransformerDecoderLayer")

@@ -5,6 +5,7 @@ import collections
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
 import pdx.nn as nn
 from layer_testutil import assert_close, load_from_paddle, pd_forward
@@ -44,6 +45,15 @@ def test_sequential_named_and_mutation():
         seq[7]
     with pytest.raises(ValueError, match="shadow"):
         nn.Sequential(("forward", _lin()))
+
+
+def test_order_survives_split_merge_and_jit():
+    net = nn.Sequential(*[nn.Linear(2, 2, weight_attr=nn.initializer.Constant(float(i))) for i in range(12)])
+    x = jnp.ones((1, 2))
+    merged = nnx.merge(*nnx.split(net))  # nnx rebuilds attributes in sorted order: '10' before '2'
+    assert [n for n, _ in merged.named_children()] == [str(i) for i in range(12)]
+    assert sorted(merged.state_dict()) == sorted(net.state_dict())
+    np.testing.assert_array_equal(nnx.jit(lambda m, x: m(x))(net, x), net(x))
 
 
 def test_layer_list():

@@ -89,4 +89,4 @@ def test_conv_errors():
     with pytest.raises(ValueError, match="kernel_size"):
         nn.Conv3D(3, 4, (3, 3))
     with pytest.raises(ValueError, match="conv2d"):
-        nn.Conv2D(3, 4, 3)(jnp.ones((1, 5, 8, 8)))
+        nn.Conv2D(3, 4, 3, weight_attr=ZERO)(jnp.ones((1, 5, 8, 8)))

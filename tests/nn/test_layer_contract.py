@@ -1,0 +1,167 @@
+"""Contract over every public layer: nnx.jit forward == eager forward (outputs and
+updated state), and the dtype is preserved for float32 and bfloat16.
+
+Inputs reuse the shapes of the differential tests, so most eager ops are
+already compiled when the whole suite runs.
+"""
+
+import copy
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import pdx.nn as nn
+
+ZERO = nn.initializer.Constant(0.0)
+A4 = (2, 4, 3, 5)  # the activation tests' input shape, so eager ops are already compiled
+D = 8
+
+
+def _key():
+    # The random layers get 'rbg' keys: XLA compiles their bit generator far faster on CPU
+    # than threefry's (the default path is covered by test_layer_dropout.py).
+    return jax.random.key(0, impl="rbg")
+
+
+def _enc():
+    return nn.TransformerEncoderLayer(D, 2, 12, dropout=0.0, weight_attr=ZERO)
+
+
+def _dec():
+    return nn.TransformerDecoderLayer(D, 2, 12, dropout=0.0, weight_attr=ZERO)
+
+
+# name -> (factory, input shapes; an "int:<n>" entry means integer ids below n)
+CASES = {
+    "Linear": (lambda: nn.Linear(5, 3, weight_attr=ZERO), [(2, 4, 5)]),
+    "Embedding": (lambda: nn.Embedding(10, 4, padding_idx=0, weight_attr=ZERO), ["int:10"]),
+    "Identity": (nn.Identity, [A4]),
+    "Flatten": (nn.Flatten, [A4]),
+    "Conv1D": (lambda: nn.Conv1D(4, 3, 3, weight_attr=ZERO), [(2, 4, 9)]),
+    "Conv2D": (lambda: nn.Conv2D(4, 3, 3, padding=1, weight_attr=ZERO), [(2, 4, 5, 5)]),
+    "Conv3D": (lambda: nn.Conv3D(4, 2, 2, weight_attr=ZERO), [(1, 4, 3, 3, 3)]),
+    "Conv1DTranspose": (lambda: nn.Conv1DTranspose(4, 2, 3, stride=2, weight_attr=ZERO), [(2, 4, 5)]),
+    "Conv2DTranspose": (lambda: nn.Conv2DTranspose(4, 2, 3, stride=2, weight_attr=ZERO), [(2, 4, 3, 3)]),
+    "Conv3DTranspose": (lambda: nn.Conv3DTranspose(4, 2, 2, stride=2, weight_attr=ZERO), [(1, 4, 2, 2, 2)]),
+    "BatchNorm": (lambda: nn.BatchNorm(4), [A4]),
+    "BatchNorm1D": (lambda: nn.BatchNorm1D(4), [(2, 4, 5)]),
+    "BatchNorm2D": (lambda: nn.BatchNorm2D(4), [A4]),
+    "BatchNorm3D": (lambda: nn.BatchNorm3D(4), [(1, 4, 2, 3, 2)]),
+    "LayerNorm": (lambda: nn.LayerNorm(5), [A4]),
+    "RMSNorm": (lambda: nn.RMSNorm(5), [A4]),
+    "GroupNorm": (lambda: nn.GroupNorm(2, 4), [A4]),
+    "InstanceNorm1D": (lambda: nn.InstanceNorm1D(4), [(2, 4, 5)]),
+    "InstanceNorm2D": (lambda: nn.InstanceNorm2D(4), [A4]),
+    "InstanceNorm3D": (lambda: nn.InstanceNorm3D(4), [(1, 4, 2, 3, 2)]),
+    "Dropout": (lambda: nn.Dropout(0.5, rngs=_key()), [A4]),
+    "Dropout2D": (lambda: nn.Dropout2D(0.5, rngs=_key()), [A4]),
+    "Dropout3D": (lambda: nn.Dropout3D(0.5, rngs=_key()), [(1, 4, 2, 3, 2)]),
+    "AlphaDropout": (lambda: nn.AlphaDropout(0.5, rngs=_key()), [A4]),
+    "PReLU": (lambda: nn.PReLU(4), [A4]),
+    "RReLU": (lambda: nn.RReLU(rngs=_key()), [A4]),
+    "Maxout": (lambda: nn.Maxout(2), [A4]),
+    "GLU": (lambda: nn.GLU(1), [A4]),
+    "MaxPool1D": (lambda: nn.MaxPool1D(2), [(2, 4, 9)]),
+    "MaxPool2D": (lambda: nn.MaxPool2D(2), [A4]),
+    "MaxPool3D": (lambda: nn.MaxPool3D(2), [(1, 4, 2, 3, 2)]),
+    "AvgPool1D": (lambda: nn.AvgPool1D(2), [(2, 4, 9)]),
+    "AvgPool2D": (lambda: nn.AvgPool2D(2), [A4]),
+    "AvgPool3D": (lambda: nn.AvgPool3D(2), [(1, 4, 2, 3, 2)]),
+    "AdaptiveAvgPool1D": (lambda: nn.AdaptiveAvgPool1D(2), [(2, 4, 9)]),
+    "AdaptiveAvgPool2D": (lambda: nn.AdaptiveAvgPool2D(2), [A4]),
+    "AdaptiveAvgPool3D": (lambda: nn.AdaptiveAvgPool3D(1), [(1, 4, 2, 3, 2)]),
+    "AdaptiveMaxPool1D": (lambda: nn.AdaptiveMaxPool1D(2), [(2, 4, 9)]),
+    "AdaptiveMaxPool2D": (lambda: nn.AdaptiveMaxPool2D(2), [A4]),
+    "AdaptiveMaxPool3D": (lambda: nn.AdaptiveMaxPool3D(1), [(1, 4, 2, 3, 2)]),
+    "Sequential": (lambda: nn.Sequential(nn.Linear(5, 3, weight_attr=ZERO), nn.ReLU()), [(2, 4, 5)]),
+    "MultiHeadAttention": (lambda: nn.MultiHeadAttention(D, 2, dropout=0.3, weight_attr=ZERO, rngs=_key()),
+                           [(2, 3, D)]),
+    "TransformerEncoderLayer": (_enc, [(2, 5, D)]),
+    "TransformerEncoder": (lambda: nn.TransformerEncoder(_enc(), 2), [(2, 5, D)]),
+    "TransformerDecoderLayer": (_dec, [(2, 3, D), (2, 5, D)]),
+    "TransformerDecoder": (lambda: nn.TransformerDecoder(_dec(), 2), [(2, 3, D), (2, 5, D)]),
+    "Transformer": (lambda: nn.Transformer(D, 2, 1, 1, 12, dropout=0.0, weight_attr=ZERO), [(2, 5, D), (2, 3, D)]),
+}
+# Parameter-free elementwise activations: same call, A4 input.
+ACTIVATIONS = ["CELU", "ELU", "GELU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+               "LogSigmoid", "LogSoftmax", "Mish", "ReLU", "ReLU6", "SELU", "Sigmoid", "Silu", "Softmax",
+               "Softmax2D", "Softplus", "Softshrink", "Softsign", "Swish", "Tanh", "Tanhshrink", "ThresholdedReLU"]
+for _name in ACTIVATIONS:
+    CASES[_name] = (getattr(nn, _name), [A4])
+NOT_CALLABLE = {"Layer", "LayerList", "LayerDict"}  # containers without a forward, and the base
+# bfloat16 runs over one layer of each kind (compiling every layer twice costs more than it finds).
+BF16 = ["AdaptiveAvgPool2D", "AvgPool2D", "BatchNorm2D", "Conv2D", "Conv2DTranspose", "Dropout", "Embedding", "GELU",
+        "GroupNorm", "InstanceNorm2D", "LayerNorm", "Linear", "MaxPool2D", "MultiHeadAttention", "PReLU", "RMSNorm",
+        "Softmax", "TransformerEncoderLayer"]
+
+
+def _public_layer_classes():
+    return sorted(n for n in nn.__all__ if inspect.isclass(getattr(nn, n)) and issubclass(getattr(nn, n), nn.Layer))
+
+
+def test_every_public_layer_is_in_the_contract():
+    missing = set(_public_layer_classes()) - set(CASES) - NOT_CALLABLE
+    assert not missing, f"add these layers to CASES: {sorted(missing)}"
+
+
+def _inputs(specs, dtype, rng):
+    out = []
+    for spec in specs:
+        if isinstance(spec, str):
+            out.append(jnp.asarray(rng.integers(0, int(spec.split(":")[1]), (2, 3))))
+        else:
+            out.append(jnp.asarray(rng.standard_normal(spec), dtype=dtype))
+    return out
+
+
+def _leaves(layer):
+    vals = jax.tree.leaves(nnx.state(layer))
+    return [np.asarray(jax.random.key_data(v) if jnp.issubdtype(v.dtype, jax.dtypes.prng_key) else v, np.float32)
+            for v in vals]
+
+
+@nnx.jit
+def _run_all(layers, inputs):
+    return [layer(*xs) for layer, xs in zip(layers, inputs)]
+
+
+CHUNK = 16  # layers per compiled program: fewer, mid-sized programs compile fastest
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_jit_matches_eager_and_keeps_dtype(rng, dtype):
+    names = sorted(CASES) if dtype == "float32" else BF16
+    layers = []
+    for name in names:
+        layer = CASES[name][0]()
+        if dtype != "float32":
+            layer.to(dtype=dtype)
+        layers.append(layer)
+    inputs = [_inputs(CASES[name][1], dtype, rng) for name in names]
+    # Deep copies start from the same state, RNG keys included. A LayerList of more than
+    # ten layers also checks that container order survives nnx's graph round trip.
+    jitted = [copy.deepcopy(layer) for layer in layers]
+    compiled = []
+    for start in range(0, len(names), CHUNK):
+        chunk = slice(start, start + CHUNK)
+        compiled += _run_all(nn.LayerList(jitted[chunk]), inputs[chunk])
+    for name, layer, copied, xs, got in zip(names, layers, jitted, inputs, compiled):
+        assert got.dtype == jnp.dtype(dtype), (name, got.dtype)
+        if dtype == "float32":  # eager bfloat16 would compile every op again; the jit run checks the dtype
+            want = layer(*xs)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
+            for a, b in zip(_leaves(layer), _leaves(copied)):
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=f"{name} state")
+        else:
+            assert bool(jnp.all(jnp.isfinite(got.astype(jnp.float32)))), name
+
+
+def test_dtype_argument():
+    for layer in [nn.Linear(2, 3, dtype="bfloat16", weight_attr=ZERO), nn.Conv2D(2, 3, 1, dtype="bfloat16"),
+                  nn.LayerNorm(3, dtype="bfloat16"), nn.Embedding(4, 2, dtype="bfloat16", weight_attr=ZERO),
+                  nn.BatchNorm2D(2, dtype="bfloat16")]:
+        assert {v.dtype for v in layer.state_dict().values()} == {jnp.dtype("bfloat16")}, type(layer).__name__
