@@ -18,6 +18,7 @@ way; a parameter's `trainable` flag is read when the optimizer is built.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -155,6 +156,9 @@ class Optimizer(nnx.Pytree):
         self._groups = tuple(groups)
         self._trainable = tuple(n for g in groups for n in g.names)
         self._tx = self._build(None)
+        # One compiled update for eager steps (op-by-op dispatch of a whole
+        # optimizer is slow); inside a traced train step it is simply inlined.
+        self._apply = jax.jit(functools.partial(_apply_updates, self._tx))
 
         by_name = dict(zip(names, variables))
         self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32)) for n in self._trainable
@@ -360,10 +364,9 @@ class Optimizer(nnx.Pytree):
                 raise ValueError(f"{cls}.step: the gradient of {name!r} has shape {tuple(g.shape)} but the parameter has shape {shape}")
             grads[name] = g.astype(params[name].dtype)
         state = jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
-        updates, state = self._tx.update(grads, state, params, learning_rate=self._current_lr())
+        new_params, state = self._apply(params, grads, state, self._current_lr())
         jax.tree.map(lambda v, x: v.set_value(x), self._opt_state, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
-        for name in self._trainable:
-            new = params[name] + updates[name].astype(params[name].dtype)
+        for name, new in new_params.items():
             var = by_name[name]
             if name in self._master:
                 self._master[name].set_value(new)
@@ -523,6 +526,12 @@ class Optimizer(nnx.Pytree):
     def __repr__(self) -> str:
         lr = type(self._lr_scheduler).__name__ if self._lr_scheduler is not None else self.get_lr()
         return f"{type(self).__name__}(learning_rate={lr}, parameters={len(self._names)})"
+
+
+def _apply_updates(tx, params, grads, state, learning_rate):
+    """One pure optimizer step: (params, grads, state, lr) -> (new params, new state)."""
+    updates, state = tx.update(grads, state, params, learning_rate=learning_rate)
+    return {n: p + updates[n].astype(p.dtype) for n, p in params.items()}, state
 
 
 def _unique(name: str, taken: set[str]) -> str:

