@@ -161,9 +161,10 @@ class Optimizer(nnx.Pytree):
         self._apply = jax.jit(functools.partial(_apply_updates, self._tx))
 
         by_name = dict(zip(names, variables))
-        self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32)) for n in self._trainable
+        self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32), **_sharding_metadata(by_name[n]))
+                                 for n in self._trainable
                                  if self._multi_precision and _low_precision(by_name[n].get_value().dtype)})
-        self._opt_state = nnx.data(jax.tree.map(nnx.OptArray, self._tx.init(self._param_values())))
+        self._opt_state = nnx.data(_wrap_state(self._tx.init(self._param_values()), by_name))
 
     @property
     def _default_dict(self) -> dict:
@@ -526,6 +527,29 @@ class Optimizer(nnx.Pytree):
     def __repr__(self) -> str:
         lr = type(self._lr_scheduler).__name__ if self._lr_scheduler is not None else self.get_lr()
         return f"{type(self).__name__}(learning_rate={lr}, parameters={len(self._names)})"
+
+
+def _sharding_metadata(param) -> dict:
+    meta = _metadata(param)
+    return {k: meta[k] for k in ("out_sharding", "sharding_names", "eager_sharding") if k in meta}
+
+
+def _wrap_state(state, by_name: dict):
+    """optax state leaves as `nnx.OptArray`s; a per-parameter leaf (under its
+    parameter's name, same shape) inherits the parameter's logical axis names,
+    so sharding rules place optimizer state like the parameter (ZeRO/FSDP)."""
+
+    def wrap(path, leaf):
+        for key in reversed(path):
+            name = getattr(key, "key", None)
+            if isinstance(name, str) and name in by_name:
+                param = by_name[name]
+                if tuple(leaf.shape) == tuple(param.get_value().shape):
+                    return nnx.OptArray(leaf, **_sharding_metadata(param))
+                break
+        return nnx.OptArray(leaf)
+
+    return jax.tree_util.tree_map_with_path(wrap, state)
 
 
 def _apply_updates(tx, params, grads, state, learning_rate):

@@ -287,3 +287,15 @@ def test_minimize_and_set_lr_errors():
     with pytest.raises(ValueError, match="has shape"):
         bad = {k: jnp.zeros(7) if k.endswith("fc.w") else v for k, v in opt.state_dict().items()}
         opt.set_state_dict(bad)
+
+
+def test_state_inherits_logical_axis_names():
+    net = pdx.nn.Layer()
+    net.w = net.create_parameter([3, 5], axis_names=("embed", "mlp"), dtype="bfloat16")
+    net.b = net.create_parameter([5], is_bias=True)
+    opt = optimizer.Adam(0.1, parameters=net, multi_precision=True)
+    names = {jax.tree_util.keystr(p, simple=True, separator="/"): v.get_metadata().get("out_sharding")
+             for p, v in jax.tree_util.tree_flatten_with_path(nnx.state(opt, nnx.OptArray), is_leaf=lambda x: isinstance(x, nnx.Variable))[0]}
+    assert names["_opt_state/0/update/adam/mu/w"] == ("embed", "mlp")
+    assert names["_opt_state/0/update/adam/mu/b"] is None and names["_opt_state/0/update/adam/count"] is None
+    assert names["_master/w"] == ("embed", "mlp")
