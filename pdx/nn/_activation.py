@@ -77,8 +77,8 @@ class LeakyReLU(_Activation):
 
     Example:
       >>> import pdx, jax.numpy as jnp
-      >>> pdx.nn.LeakyReLU(0.1)(jnp.array([-1.0, 2.0])).tolist()
-      [-0.1, 2.0]
+      >>> pdx.nn.LeakyReLU(0.5)(jnp.array([-1.0, 2.0])).tolist()
+      [-0.5, 2.0]
     """
 
     _fn, _params = "leaky_relu", ("negative_slope",)
