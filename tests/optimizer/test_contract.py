@@ -299,3 +299,18 @@ def test_state_inherits_logical_axis_names():
     assert names["_opt_state/0/update/adam/mu/w"] == ("embed", "mlp")
     assert names["_opt_state/0/update/adam/mu/b"] is None and names["_opt_state/0/update/adam/count"] is None
     assert names["_master/w"] == ("embed", "mlp")
+
+
+def _signature(fn):
+    import inspect
+
+    return [(k, p.default) for k, p in inspect.signature(fn).parameters.items()]
+
+
+def test_signatures_match_paddle(paddle):
+    pairs = [(getattr(optimizer, n), getattr(paddle.optimizer, n)) for n in OPTIMIZERS]
+    pairs += [(getattr(optimizer.lr, n), getattr(paddle.optimizer.lr, n)) for n in paddle.optimizer.lr.__all__]
+    pairs += [(getattr(pdx.nn, n), getattr(paddle.nn, n)) for n in ("ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue")]
+    pairs += [(getattr(pdx.regularizer, n), getattr(paddle.regularizer, n)) for n in ("L1Decay", "L2Decay")]
+    for ours, theirs in pairs:
+        assert _signature(ours.__init__) == _signature(theirs.__init__), ours.__name__
