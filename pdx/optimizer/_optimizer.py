@@ -132,6 +132,17 @@ class Optimizer(nnx.Pytree):
       name: ignored (Paddle's name scope).
       multi_precision: keep float32 master weights for float16/bfloat16 params.
       defaults: the hyperparameters a parameter group may override.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Linear(4, 2)
+      >>> opt = pdx.optimizer.Momentum(0.1, parameters=[
+      ...     {"params": [net.weight], "weight_decay": 1e-4},
+      ...     {"params": [net.bias], "learning_rate": 2.0}])  # bias: 2x the lr
+      >>> loss, grads = pdx.value_and_grad(lambda m: m(jnp.ones((3, 4))).sum())(net)
+      >>> opt.step(grads)
+      >>> opt.get_lr()
+      0.1
     """
 
     _decoupled_weight_decay = False  # True: weight_decay is not a gradient regularizer (AdamW, Lamb)

@@ -107,6 +107,15 @@ class LRScheduler(nnx.Pytree):
       learning_rate: the initial (base) learning rate.
       last_epoch: the epoch to resume from; -1 starts fresh.
       verbose: print the new value at every step (eager steps only).
+
+    Example:
+      >>> from pdx.optimizer import lr
+      >>> class Halving(lr.LRScheduler):
+      ...     def _lr_at(self, epoch, xp):
+      ...         return self.base_lr * 0.5 ** epoch
+      >>> sched = Halving(learning_rate=1.0)
+      >>> sched.step(); sched.step(); sched()
+      0.25
     """
 
     def __init__(self, learning_rate: float = 0.1, last_epoch: int = -1, verbose: bool = False) -> None:
