@@ -131,7 +131,7 @@ class Embedding(Layer):
         out = f"{self._num_embeddings}, {self._embedding_dim}"
         if self._padding_idx is not None:
             out += f", padding_idx={self._padding_idx}"
-        out += f", sparse={self._sparse}"
+        out += f", sparse={self._sparse}, scale_grad_by_freq=False"
         if self._name is not None:
             out += f", name={self._name}"
         return out
@@ -185,6 +185,3 @@ class Flatten(Layer):
                                          f"for an input of shape {tuple(x.shape)}")
         merged = math.prod(x.shape[start:stop + 1])
         return jnp.reshape(x, x.shape[:start] + (merged,) + x.shape[stop + 1:])
-
-    def extra_repr(self) -> str:
-        return f"start_axis={self.start_axis}, stop_axis={self.stop_axis}"

@@ -184,9 +184,6 @@ class MultiHeadAttention(Layer):
             outs.append(cache)
         return out if len(outs) == 1 else tuple(outs)
 
-    def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
-
 
 def _sdpa_key(key):
     return {} if key is None else {"key_rng": key}

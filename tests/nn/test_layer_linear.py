@@ -60,7 +60,7 @@ def test_embedding_padding_idx_matches_paddle(paddle, rng):
     ids[0, :2] = 9
     assert_close(layer(jnp.asarray(ids)), pd_layer(paddle.to_tensor(ids)))
     assert axis_names(layer.weight) == (nn.axes.VOCAB, nn.axes.EMBED)
-    assert repr(layer) == "Embedding(11, 6, padding_idx=-2, sparse=False)"
+    assert repr(layer) == repr(pd_layer) == "Embedding(11, 6, padding_idx=-2, sparse=False, scale_grad_by_freq=False)"
     with pytest.raises(ValueError, match="padding_idx"):
         nn.Embedding(4, 2, padding_idx=4)
 
@@ -71,5 +71,6 @@ def test_flatten_and_identity(paddle, rng):
         ours = nn.Flatten(start, stop)(jnp.asarray(x))
         np.testing.assert_array_equal(ours, paddle.nn.Flatten(start, stop)(paddle.to_tensor(x)).numpy())
     assert nn.Identity(3, foo=1)(x) is x
+    assert repr(nn.Flatten()) == repr(paddle.nn.Flatten()) == "Flatten()"
     with pytest.raises(ValueError, match="start_axis"):
         nn.Flatten(3, 1)(jnp.asarray(x))

@@ -74,6 +74,7 @@ def test_encoder_layer_matches_paddle(paddle, rng, normalize_before):
     pd_layer = paddle.nn.TransformerEncoderLayer(D, H, FF, **kwargs)
     layer = nn.TransformerEncoderLayer(D, H, FF, **kwargs, weight_attr=ZERO)
     assert [n for n, _ in layer.named_children()] == [n for n, _ in pd_layer.named_children()]
+    assert repr(layer) == repr(pd_layer)
     load_from_paddle(layer, pd_layer)
     perturb(layer, rng)
     load_into_paddle(paddle, pd_layer, layer)
