@@ -18,7 +18,10 @@ __all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish
 
 
 class _Activation(Layer):
-    """Calls `F.<_fn>(x, *hyper-parameters)`; the same names print in repr."""
+    """Calls `F.<_fn>(x, *hyper-parameters)`; the same names print in repr.
+
+    Like every layer, each takes a keyword-only `rngs=` (unused: no parameters).
+    """
 
     _fn = ""
     _params: tuple[str, ...] = ()
@@ -50,7 +53,7 @@ class ReLU(_Activation):
 
     _fn = "relu"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -65,7 +68,7 @@ class ReLU6(_Activation):
 
     _fn = "relu6"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -83,7 +86,7 @@ class LeakyReLU(_Activation):
 
     _fn, _params = "leaky_relu", ("negative_slope",)
 
-    def __init__(self, negative_slope=0.01, name=None):
+    def __init__(self, negative_slope=0.01, name=None, *, rngs=None):
         super().__init__(name, negative_slope=negative_slope)
 
 
@@ -98,7 +101,7 @@ class ELU(_Activation):
 
     _fn, _params = "elu", ("alpha",)
 
-    def __init__(self, alpha=1.0, name=None):
+    def __init__(self, alpha=1.0, name=None, *, rngs=None):
         super().__init__(name, alpha=alpha)
 
 
@@ -113,7 +116,7 @@ class CELU(_Activation):
 
     _fn, _params = "celu", ("alpha",)
 
-    def __init__(self, alpha=1.0, name=None):
+    def __init__(self, alpha=1.0, name=None, *, rngs=None):
         super().__init__(name, alpha=alpha)
 
 
@@ -129,7 +132,7 @@ class SELU(_Activation):
     _fn, _params = "selu", ("scale", "alpha")
 
     def __init__(self, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848170429916717,
-                 name=None):
+                 name=None, *, rngs=None):
         super().__init__(name, scale=scale, alpha=alpha)
 
 
@@ -147,7 +150,7 @@ class GELU(_Activation):
 
     _fn, _params = "gelu", ("approximate",)
 
-    def __init__(self, approximate=False, name=None):
+    def __init__(self, approximate=False, name=None, *, rngs=None):
         super().__init__(name, approximate=approximate)
 
 
@@ -162,7 +165,7 @@ class Sigmoid(_Activation):
 
     _fn = "sigmoid"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -177,7 +180,7 @@ class Silu(_Activation):
 
     _fn = "silu"
 
-    def __init__(self, inplace=False, name=None):
+    def __init__(self, inplace=False, name=None, *, rngs=None):
         super().__init__(name)
         self._inplace = inplace
 
@@ -196,7 +199,7 @@ class Swish(_Activation):
 
     _fn = "swish"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -211,7 +214,7 @@ class Tanh(_Activation):
 
     _fn = "tanh"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -226,7 +229,7 @@ class Hardswish(_Activation):
 
     _fn = "hardswish"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -241,7 +244,7 @@ class Hardsigmoid(_Activation):
 
     _fn = "hardsigmoid"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -256,7 +259,7 @@ class Hardtanh(_Activation):
 
     _fn, _params = "hardtanh", ("min", "max")
 
-    def __init__(self, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument names)
+    def __init__(self, min=-1.0, max=1.0, name=None, *, rngs=None):  # noqa: A002  (Paddle's argument names)
         super().__init__(name, min=min, max=max)
 
 
@@ -271,7 +274,7 @@ class Hardshrink(_Activation):
 
     _fn, _params = "hardshrink", ("threshold",)
 
-    def __init__(self, threshold=0.5, name=None):
+    def __init__(self, threshold=0.5, name=None, *, rngs=None):
         super().__init__(name, threshold=threshold)
 
 
@@ -286,7 +289,7 @@ class Softshrink(_Activation):
 
     _fn, _params = "softshrink", ("threshold",)
 
-    def __init__(self, threshold=0.5, name=None):
+    def __init__(self, threshold=0.5, name=None, *, rngs=None):
         super().__init__(name, threshold=threshold)
 
 
@@ -301,7 +304,7 @@ class ThresholdedReLU(_Activation):
 
     _fn, _params = "thresholded_relu", ("threshold", "value")
 
-    def __init__(self, threshold=1.0, value=0.0, name=None):
+    def __init__(self, threshold=1.0, value=0.0, name=None, *, rngs=None):
         super().__init__(name, threshold=threshold, value=value)
 
 
@@ -316,7 +319,7 @@ class Softsign(_Activation):
 
     _fn = "softsign"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -331,7 +334,7 @@ class Tanhshrink(_Activation):
 
     _fn = "tanhshrink"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -346,7 +349,7 @@ class LogSigmoid(_Activation):
 
     _fn = "log_sigmoid"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -361,7 +364,7 @@ class Mish(_Activation):
 
     _fn = "mish"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
 
@@ -376,7 +379,7 @@ class Softplus(_Activation):
 
     _fn, _params = "softplus", ("beta", "threshold")
 
-    def __init__(self, beta=1, threshold=20, name=None):
+    def __init__(self, beta=1, threshold=20, name=None, *, rngs=None):
         super().__init__(name, beta=beta, threshold=threshold)
 
 
@@ -391,7 +394,7 @@ class Softmax(_Activation):
 
     _fn, _params = "softmax", ("axis",)
 
-    def __init__(self, axis=-1, name=None):
+    def __init__(self, axis=-1, name=None, *, rngs=None):
         super().__init__(name, axis=axis)
 
 
@@ -406,7 +409,7 @@ class LogSoftmax(_Activation):
 
     _fn, _params = "log_softmax", ("axis",)
 
-    def __init__(self, axis=-1, name=None):
+    def __init__(self, axis=-1, name=None, *, rngs=None):
         super().__init__(name, axis=axis)
 
 
@@ -421,7 +424,7 @@ class Softmax2D(_Activation):
 
     _fn = "softmax"
 
-    def __init__(self, name=None):
+    def __init__(self, name=None, *, rngs=None):
         super().__init__(name)
 
     def forward(self, x):
@@ -442,7 +445,7 @@ class GLU(_Activation):
 
     _fn, _params = "glu", ("axis",)
 
-    def __init__(self, axis=-1, name=None):
+    def __init__(self, axis=-1, name=None, *, rngs=None):
         super().__init__(name, axis=axis)
 
 
@@ -457,7 +460,7 @@ class Maxout(_Activation):
 
     _fn, _params = "maxout", ("groups", "axis")
 
-    def __init__(self, groups, axis=1, name=None):
+    def __init__(self, groups, axis=1, name=None, *, rngs=None):
         if not is_int(groups) or groups <= 0:
             raise layer_error("Maxout", f"groups must be a positive int; got groups={groups!r}")
         super().__init__(name, groups=groups, axis=axis)

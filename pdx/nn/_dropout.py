@@ -40,11 +40,11 @@ class Dropout(_RandomLayer):
 
     Args:
       p: drop probability in [0, 1].
-      inplace: ignored (JAX arrays are immutable).
       axis: None, or the axes along which one mask value is drawn (broadcast over the rest).
       mode: 'upscale_in_train' (scale kept values by 1/(1-p) in training, identity
         in eval) or 'downscale_in_infer' (no scaling in training, times (1-p) in eval).
       name: ignored.
+      inplace: keyword-only, ignored (JAX arrays are immutable).
       rngs: seed of the layer's key: None (the global generator, `pdx.seed`), an
         int, a jax key or `flax.nnx.Rngs` (its 'dropout' stream).
 
@@ -55,7 +55,8 @@ class Dropout(_RandomLayer):
       [1.0, 1.0, 1.0]
     """
 
-    def __init__(self, p=0.5, inplace=False, axis=None, mode="upscale_in_train", name=None, *, rngs=None):
+    # Paddle 3.0's positional order (3.3 inserted `inplace` second; it is keyword-only here).
+    def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None, *, inplace=False, rngs=None):
         super().__init__(p, rngs, "Dropout")
         if mode not in _MODES:
             raise layer_error("Dropout", f"mode={mode!r} is not supported; use one of {list(_MODES)}")

@@ -166,7 +166,7 @@ class Flatten(Layer):
       (2, 12)
     """
 
-    def __init__(self, start_axis=1, stop_axis=-1):
+    def __init__(self, start_axis=1, stop_axis=-1, *, rngs=None):
         super().__init__()
         for name, value in (("start_axis", start_axis), ("stop_axis", stop_axis)):
             if not is_int(value):

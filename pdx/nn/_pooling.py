@@ -71,7 +71,7 @@ class MaxPool1D(_Pool):
     """
     _fn = "max_pool1d"
 
-    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, return_mask=return_mask, ceil_mode=ceil_mode)
 
 
@@ -91,7 +91,7 @@ class MaxPool2D(_Pool):
     _fn = "max_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
-                 data_format="NCHW", name=None):
+                 data_format="NCHW", name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, return_mask=return_mask, ceil_mode=ceil_mode,
                          data_format=data_format)
 
@@ -112,7 +112,7 @@ class MaxPool3D(_Pool):
     _fn = "max_pool3d"
 
     def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
-                 data_format="NCDHW", name=None):
+                 data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, return_mask=return_mask, ceil_mode=ceil_mode,
                          data_format=data_format)
 
@@ -132,7 +132,7 @@ class AvgPool1D(_Pool):
     _fn = "avg_pool1d"
 
     # Paddle's 1-D signature puts exclusive before ceil_mode (the 2-D/3-D ones do not).
-    def __init__(self, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, exclusive=exclusive, ceil_mode=ceil_mode)
 
 
@@ -153,7 +153,7 @@ class AvgPool2D(_Pool):
     _fn = "avg_pool2d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-                 divisor_override=None, data_format="NCHW", name=None):
+                 divisor_override=None, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, ceil_mode=ceil_mode, exclusive=exclusive,
                          divisor_override=divisor_override, data_format=data_format)
 
@@ -175,7 +175,7 @@ class AvgPool3D(_Pool):
     _fn = "avg_pool3d"
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True,
-                 divisor_override=None, data_format="NCDHW", name=None):
+                 divisor_override=None, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(kernel_size, stride, padding, name, ceil_mode=ceil_mode, exclusive=exclusive,
                          divisor_override=divisor_override, data_format=data_format)
 
@@ -214,7 +214,7 @@ class AdaptiveAvgPool1D(_AdaptivePool):
 
     _fn = "adaptive_avg_pool1d"
 
-    def __init__(self, output_size, name=None):
+    def __init__(self, output_size, name=None, *, rngs=None):
         super().__init__(output_size, name)
 
 
@@ -229,7 +229,7 @@ class AdaptiveAvgPool2D(_AdaptivePool):
 
     _fn = "adaptive_avg_pool2d"
 
-    def __init__(self, output_size, data_format="NCHW", name=None):
+    def __init__(self, output_size, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(output_size, name, data_format=data_format)
 
 
@@ -244,7 +244,7 @@ class AdaptiveAvgPool3D(_AdaptivePool):
 
     _fn = "adaptive_avg_pool3d"
 
-    def __init__(self, output_size, data_format="NCDHW", name=None):
+    def __init__(self, output_size, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(output_size, name, data_format=data_format)
 
 
@@ -259,7 +259,7 @@ class AdaptiveMaxPool1D(_AdaptivePool):
 
     _fn = "adaptive_max_pool1d"
 
-    def __init__(self, output_size, return_mask=False, name=None):
+    def __init__(self, output_size, return_mask=False, name=None, *, rngs=None):
         super().__init__(output_size, name, return_mask=return_mask)
 
 
@@ -274,7 +274,7 @@ class AdaptiveMaxPool2D(_AdaptivePool):
 
     _fn = "adaptive_max_pool2d"
 
-    def __init__(self, output_size, return_mask=False, name=None):
+    def __init__(self, output_size, return_mask=False, name=None, *, rngs=None):
         super().__init__(output_size, name, return_mask=return_mask)
 
 
@@ -289,5 +289,5 @@ class AdaptiveMaxPool3D(_AdaptivePool):
 
     _fn = "adaptive_max_pool3d"
 
-    def __init__(self, output_size, return_mask=False, name=None):
+    def __init__(self, output_size, return_mask=False, name=None, *, rngs=None):
         super().__init__(output_size, name, return_mask=return_mask)

@@ -108,6 +108,13 @@ def test_every_public_layer_is_in_the_contract():
     assert not missing, f"add these layers to CASES: {sorted(missing)}"
 
 
+def test_every_layer_takes_keyword_only_rngs():
+    for name in set(_public_layer_classes()) - NOT_CALLABLE - {"Sequential", "Identity"}:
+        param = inspect.signature(getattr(nn, name).__init__).parameters.get("rngs")
+        assert param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert param.default is None, name
+
+
 def _inputs(specs, dtype, rng):
     out = []
     for spec in specs:
