@@ -91,6 +91,8 @@ def test_encoder_stack_matches_paddle(paddle, rng):
     enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, weight_attr=ZERO), 2,
                                 norm=nn.LayerNorm(D))
     load_from_paddle(enc, pd_enc)  # keys layers.0..., layers.1..., norm.*
+    assert list(enc.state_dict()) == list(pd_enc.state_dict())  # the copies keep definition order
+    assert repr(enc) == repr(pd_enc)
     x = rng.standard_normal((2, 5, D)).astype(np.float32)
     assert_close(enc(jnp.asarray(x)), pd_forward(paddle, pd_enc, x), atol=1e-5)
 
