@@ -95,9 +95,6 @@ from pdx.nn._transformer import (
 )
 
 __all__ = [
-    "ClipGradByGlobalNorm",
-    "ClipGradByNorm",
-    "ClipGradByValue",
     "AdaptiveAvgPool1D",
     "AdaptiveAvgPool2D",
     "AdaptiveAvgPool3D",
@@ -114,6 +111,9 @@ __all__ = [
     "BatchNorm3D",
     "Buffer",
     "CELU",
+    "ClipGradByGlobalNorm",
+    "ClipGradByNorm",
+    "ClipGradByValue",
     "Conv1D",
     "Conv1DTranspose",
     "Conv2D",
