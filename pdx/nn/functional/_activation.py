@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from pdx._dtype import convert_dtype
 from pdx._random import next_key
 from pdx.ops._common import normalize_axis
-from pdx.nn.functional._args import array, bcast_channel, error, float_array
+from pdx.nn.functional._args import array, bcast_channel, compiled, error, float_array
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
@@ -23,6 +23,12 @@ __all__ = [
 ]
 
 
+def _no_out(out, op):
+    if out is not None:
+        raise error(op, "out= is not supported: JAX arrays are immutable; use the returned array")
+
+
+@compiled("x")
 def relu(x, name=None):
     """max(x, 0).
 
@@ -41,6 +47,7 @@ def relu(x, name=None):
     return jax.nn.relu(array(x, op="relu"))
 
 
+@compiled("x")
 def relu6(x, name=None):
     """min(max(x, 0), 6).
 
@@ -51,6 +58,7 @@ def relu6(x, name=None):
     return jnp.clip(array(x, op="relu6"), 0, 6)
 
 
+@compiled("x")
 def leaky_relu(x, negative_slope=0.01, name=None):
     """x if x >= 0 else negative_slope * x.
 
@@ -62,6 +70,7 @@ def leaky_relu(x, negative_slope=0.01, name=None):
     return jnp.where(x >= 0, x, x * negative_slope)
 
 
+@compiled("x")
 def elu(x, alpha=1.0, name=None):
     """x if x > 0 else alpha * (exp(x) - 1).
 
@@ -74,6 +83,7 @@ def elu(x, alpha=1.0, name=None):
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.minimum(x, 0)))
 
 
+@compiled("x")
 def celu(x, alpha=1.0, name=None):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
@@ -87,6 +97,7 @@ def celu(x, alpha=1.0, name=None):
     return jnp.maximum(x, 0) + jnp.minimum(alpha * jnp.expm1(jnp.minimum(x, 0) / alpha), 0)
 
 
+@compiled("x")
 def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848170429916717, name=None):
     """scale * (x if x > 0 else alpha * (exp(x) - 1)).
 
@@ -102,6 +113,7 @@ def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848
     return scale * jnp.where(x > 0, x, alpha * jnp.expm1(jnp.minimum(x, 0)))
 
 
+@compiled("x")
 def gelu(x, approximate=False, name=None):
     """Gaussian error linear unit: exact (erf) or the tanh approximation.
 
@@ -124,16 +136,19 @@ def gelu(x, approximate=False, name=None):
     return jax.nn.gelu(float_array(x, op="gelu"), approximate=bool(approximate))
 
 
-def sigmoid(x, name=None):
-    """1 / (1 + exp(-x)).
+@compiled("x")
+def sigmoid(x, name=None, *, out=None):
+    """1 / (1 + exp(-x)). Paddle's `out=` is not supported (JAX arrays are immutable).
 
     Example:
       >>> F.sigmoid(jnp.array([0.0])).tolist()
       [0.5]
     """
+    _no_out(out, "sigmoid")
     return jax.nn.sigmoid(float_array(x, op="sigmoid"))
 
 
+@compiled("x")
 def silu(x, inplace=False, name=None):
     """x * sigmoid(x). `inplace` is ignored (JAX arrays are immutable).
 
@@ -144,6 +159,7 @@ def silu(x, inplace=False, name=None):
     return jax.nn.silu(float_array(x, op="silu"))
 
 
+@compiled("x")
 def swish(x, name=None):
     """x * sigmoid(x) (Paddle's swish has beta fixed at 1).
 
@@ -154,16 +170,19 @@ def swish(x, name=None):
     return jax.nn.silu(float_array(x, op="swish"))
 
 
-def tanh(x, name=None):
-    """Hyperbolic tangent.
+@compiled("x")
+def tanh(x, name=None, *, out=None):
+    """Hyperbolic tangent. Paddle's `out=` is not supported (JAX arrays are immutable).
 
     Example:
       >>> F.tanh(jnp.array([0.0])).tolist()
       [0.0]
     """
+    _no_out(out, "tanh")
     return jnp.tanh(float_array(x, op="tanh"))
 
 
+@compiled("x")
 def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument names)
     """clip(x, min, max).
 
@@ -174,6 +193,7 @@ def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument
     return jnp.clip(array(x, op="hardtanh"), min, max)
 
 
+@compiled("x")
 def hardsigmoid(x, slope=0.1666667, offset=0.5, name=None):
     """clip(slope * x + offset, 0, 1).
 
@@ -185,6 +205,7 @@ def hardsigmoid(x, slope=0.1666667, offset=0.5, name=None):
     return jnp.clip(x * slope + offset, 0, 1)
 
 
+@compiled("x")
 def hardswish(x, name=None):
     """x * clip(x + 3, 0, 6) / 6.
 
@@ -196,6 +217,7 @@ def hardswish(x, name=None):
     return x * jnp.clip(x + 3, 0, 6) / 6
 
 
+@compiled("x")
 def hardshrink(x, threshold=0.5, name=None):
     """x where |x| > threshold, else 0.
 
@@ -207,6 +229,7 @@ def hardshrink(x, threshold=0.5, name=None):
     return jnp.where(jnp.abs(x) > threshold, x, jnp.zeros_like(x))
 
 
+@compiled("x")
 def softshrink(x, threshold=0.5, name=None):
     """x - threshold above threshold, x + threshold below -threshold, else 0.
 
@@ -220,6 +243,7 @@ def softshrink(x, threshold=0.5, name=None):
     return jnp.where(x > threshold, x - threshold, jnp.where(x < -threshold, x + threshold, 0.0)).astype(x.dtype)
 
 
+@compiled("x")
 def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
     """x where x > threshold, else `value`.
 
@@ -231,6 +255,7 @@ def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
     return jnp.where(x > threshold, x, jnp.full_like(x, value))
 
 
+@compiled("x")
 def tanhshrink(x, name=None):
     """x - tanh(x).
 
@@ -242,6 +267,7 @@ def tanhshrink(x, name=None):
     return x - jnp.tanh(x)
 
 
+@compiled("x")
 def softsign(x, name=None):
     """x / (1 + |x|).
 
@@ -253,6 +279,7 @@ def softsign(x, name=None):
     return x / (1 + jnp.abs(x))
 
 
+@compiled("x")
 def softplus(x, beta=1, threshold=20, name=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
 
@@ -266,6 +293,7 @@ def softplus(x, beta=1, threshold=20, name=None):
     return jnp.where(bx > threshold, x, jnp.logaddexp(bx, 0.0) / beta)
 
 
+@compiled("x")
 def log_sigmoid(x, name=None):
     """log(sigmoid(x)), computed stably.
 
@@ -276,6 +304,7 @@ def log_sigmoid(x, name=None):
     return jax.nn.log_sigmoid(float_array(x, op="log_sigmoid"))
 
 
+@compiled("x")
 def mish(x, name=None):
     """x * tanh(softplus(x)) (softplus with Paddle's threshold of 20).
 
@@ -296,7 +325,8 @@ def _softmax_input(x, dtype, op):
     return x
 
 
-def softmax(x, axis=-1, dtype=None, name=None):
+@compiled("x")
+def softmax(x, axis=-1, dtype=None, name=None, *, out=None):
     """exp(x) / sum(exp(x)) along `axis`; `dtype` casts x first (e.g. for fp16 inputs).
 
     Args:
@@ -304,6 +334,7 @@ def softmax(x, axis=-1, dtype=None, name=None):
       axis: the axis to normalize over.
       dtype: optional dtype to compute and return in.
       name: ignored.
+      out: unsupported (JAX arrays are immutable); must be None.
 
     Returns:
       A tensor of x's shape.
@@ -312,10 +343,12 @@ def softmax(x, axis=-1, dtype=None, name=None):
       >>> F.softmax(jnp.array([0.0, 0.0])).tolist()
       [0.5, 0.5]
     """
+    _no_out(out, "softmax")
     x = _softmax_input(x, dtype, "softmax")
     return jax.nn.softmax(x, axis=normalize_axis(axis, x.ndim, op="nn.functional.softmax"))
 
 
+@compiled("x")
 def log_softmax(x, axis=-1, dtype=None, name=None):
     """log(softmax(x)) along `axis`, computed stably.
 
@@ -327,6 +360,7 @@ def log_softmax(x, axis=-1, dtype=None, name=None):
     return jax.nn.log_softmax(x, axis=normalize_axis(axis, x.ndim, op="nn.functional.log_softmax"))
 
 
+@compiled("x")
 def glu(x, axis=-1, name=None):
     """Gated linear unit: split x in halves a, b along `axis`, return a * sigmoid(b).
 
@@ -345,6 +379,7 @@ def glu(x, axis=-1, name=None):
 _PRELU_FORMATS = ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
 
 
+@compiled("x", "weight")
 def prelu(x, weight, data_format="NCHW", name=None):
     """max(0, x) + weight * min(0, x), with one weight or one per channel.
 
@@ -402,11 +437,18 @@ def rrelu(x, lower=1.0 / 8.0, upper=1.0 / 3.0, training=True, name=None, *, key=
     """
     if not 0 <= lower <= 1 or not lower <= upper <= 1:
         raise error("rrelu", f"need 0 <= lower <= upper <= 1; got lower={lower}, upper={upper}")
+    if training:
+        key = next_key(key, op="rrelu")
+    return _rrelu(x, key, lower, upper, training)
+
+
+@compiled("x", "key")
+def _rrelu(x, key, lower, upper, training):
     x = float_array(x, op="rrelu")
-    if not training:
-        slope = (lower + upper) / 2
+    if training:
+        slope = jax.random.uniform(key, x.shape, x.dtype, lower, upper)
     else:
-        slope = jax.random.uniform(next_key(key, op="rrelu"), x.shape, x.dtype, lower, upper)
+        slope = (lower + upper) / 2
     return jnp.where(x >= 0, x, x * slope)
 
 

@@ -7,6 +7,8 @@ the op (`pdx.nn.functional.conv2d: ...`), the argument and the fix.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Sequence
 
@@ -14,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pdx._random import in_trace
 from pdx.ops._common import as_array, op_error
 
 # Spatial-layout names Paddle accepts, per number of spatial dims.
@@ -155,3 +158,67 @@ def bcast_channel(v: jax.Array, ndim: int, axis: int) -> jax.Array:
 
 def prod(values) -> int:
     return int(math.prod(values))
+
+
+# ----------------------------------------------------------------------------- eager compilation
+
+_FALLBACK = object()
+
+
+def _static_value(v):
+    """A hashable stand-in for a configuration argument (lists -> tuples), or _FALLBACK."""
+    if isinstance(v, (list, tuple)):
+        items = tuple(_static_value(i) for i in v)
+        return _FALLBACK if any(i is _FALLBACK for i in items) else items
+    try:
+        hash(v)
+    except TypeError:
+        return _FALLBACK
+    return v
+
+
+def _dynamic_ok(v) -> bool:
+    return v is None or isinstance(v, (jax.Array, np.ndarray, np.generic, int, float, complex)) \
+        and not isinstance(v, bool)
+
+
+def compiled(*array_params: str):
+    """Run an eager call of the op as one XLA program per configuration.
+
+    Called eagerly, an op built from many jax.numpy calls compiles each primitive
+    separately on first use (slow on CPU); jitting the whole op compiles once per
+    shape/dtype and configuration. `array_params` name the tensor arguments;
+    every other argument is treated as static configuration (lists become
+    tuples). Under an enclosing trace, or when an argument cannot serve as static
+    configuration (e.g. a tensor-valued `pad`), the op runs as plain Python so
+    behaviour and error messages are identical either way.
+    """
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        static = tuple(n for n in sig.parameters if n not in array_params)
+        jitted = jax.jit(fn, static_argnames=static)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            if in_trace():
+                return fn(*args, **kwargs)
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError:
+                return fn(*args, **kwargs)
+            call = {}
+            for name, value in bound.arguments.items():
+                if name in array_params:
+                    if not _dynamic_ok(value):
+                        return fn(*args, **kwargs)
+                    call[name] = value
+                else:
+                    value = _static_value(value)
+                    if value is _FALLBACK:
+                        return fn(*args, **kwargs)
+                    call[name] = value
+            return jitted(**call)
+
+        return wrapper
+
+    return decorate

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._random import next_key
-from pdx.nn.functional._args import array, error
+from pdx.nn.functional._args import array, compiled, error
 
 __all__ = ["scaled_dot_product_attention"]
 
@@ -116,6 +116,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
       (2, 5, 4, 8)
     """
     op = "scaled_dot_product_attention"
+    if not 0.0 <= dropout_p <= 1.0:
+        raise error(op, f"dropout_p must be in [0, 1]; got dropout_p={dropout_p}")
+    if training and 0.0 < dropout_p < 1.0:
+        key_rng = next_key(key_rng, op=op)
+    return _sdpa(query, key, value, attn_mask, dropout_p if training else 0.0, is_causal, scale, enable_gqa, key_rng)
+
+
+@compiled("query", "key", "value", "attn_mask", "key_rng")
+def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, key_rng):
+    """Validation, layout handling and the call into `_sdpa_reference` (one compiled program)."""
+    op = "scaled_dot_product_attention"
     query = array(query, op=op, name="query")
     key = array(key, op=op, name="key")
     value = array(value, op=op, name="value")
@@ -144,15 +155,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     elif hq != hk:
         raise error(op, f"query has {hq} heads but key/value have {hk}; pass enable_gqa=True for grouped-query "
                         "attention")
-    if not 0.0 <= dropout_p <= 1.0:
-        raise error(op, f"dropout_p must be in [0, 1]; got dropout_p={dropout_p}")
     mask = None if attn_mask is None else _attention_mask(attn_mask, b, hq, sq, sk)
     scale = scale or (1.0 / math.sqrt(d) if d else 1.0)
-    rate = dropout_p if training else 0.0
-    if rate >= 1.0:
+    if dropout_p >= 1.0:
         out = jnp.zeros((b, sq, hq, value.shape[-1]), query.dtype)
     else:
-        dropout_key = next_key(key_rng, op=op) if rate > 0 else None
-        out = _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=rate,
-                              dropout_key=dropout_key)
+        out = _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+                              dropout_key=key_rng)
     return out if batched else out[0]

@@ -18,7 +18,7 @@ import numpy as np
 from pdx._random import in_trace, next_key
 from pdx.ops._common import normalize_axis
 from pdx.nn.functional._args import (
-    CHANNEL_FIRST, CHANNEL_LAST, array, error, float_array, is_int, ntuple, spatial_format,
+    CHANNEL_FIRST, CHANNEL_LAST, array, compiled, error, float_array, is_int, ntuple, spatial_format,
 )
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 
+@compiled("x", "weight", "bias")
 def linear(x, weight, bias=None, name=None):
     """x @ weight + bias, with Paddle's weight layout `[in_features, out_features]`.
 
@@ -60,6 +61,7 @@ def linear(x, weight, bias=None, name=None):
     return out
 
 
+@compiled("x1", "x2", "weight", "bias")
 def bilinear(x1, x2, weight, bias=None, name=None):
     """out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o].
 
@@ -130,9 +132,16 @@ def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_
     _check_p(p, "dropout")
     if mode not in _DROPOUT_MODES:
         raise error("dropout", f"mode={mode!r} is not supported; use 'upscale_in_train' or 'downscale_in_infer'")
-    x = array(x, op="dropout")
     if p == 0:
-        return x
+        return array(x, op="dropout")
+    if training and p < 1:
+        key = next_key(key, op="dropout")
+    return _dropout(x, key, p, axis, training, mode)
+
+
+@compiled("x", "key")
+def _dropout(x, key, p, axis, training, mode):
+    x = array(x, op="dropout")
     if axis is not None:
         axes = [axis] if is_int(axis) else list(axis)
         if not axes or not all(is_int(a) and 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
@@ -144,7 +153,7 @@ def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_
         return x * (1 - p) if mode == "downscale_in_infer" else x
     if p == 1:
         return jnp.zeros_like(x)
-    keep = jax.random.bernoulli(next_key(key, op="dropout"), 1 - p, mask_shape)
+    keep = jax.random.bernoulli(key, 1 - p, mask_shape)
     kept = x / (1 - p) if mode == "upscale_in_train" else x
     return jnp.where(keep, kept, jnp.zeros((), x.dtype)).astype(x.dtype)
 
@@ -193,8 +202,15 @@ def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None, *, key=No
 
 def _alpha_dropout(x, p, training, feature, key, op):
     _check_p(p, op)
+    if training and 0 < p < 1:
+        key = next_key(key, op=op)
+    return _alpha_dropout_core(x, key, p, training, feature, op)
+
+
+@compiled("x", "key")
+def _alpha_dropout_core(x, key, p, training, feature, op):
     x = float_array(x, op=op)
-    if not training:
+    if not training or p == 0:
         return x
     if p == 1:
         return jnp.zeros_like(x)
@@ -204,7 +220,7 @@ def _alpha_dropout(x, p, training, feature, key, op):
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
     shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
-    keep = jax.random.bernoulli(next_key(key, op=op), 1 - p, shape)
+    keep = jax.random.bernoulli(key, 1 - p, shape)
     return (jnp.where(keep, x, alpha_p) * a + b).astype(x.dtype)
 
 
@@ -243,6 +259,7 @@ def _static_ints(values, *, op, name):
     raise error(op, f"`{name}` must be a list/tuple of ints or a 1-D int tensor; got {name}={values!r}")
 
 
+@compiled("x")
 def pad(x, pad, mode="constant", value=0.0, data_format=None, pad_from_left_axis=True, name=None):  # noqa: A002
     """Pad a tensor like Paddle's `F.pad`.
 
@@ -311,6 +328,7 @@ def pad(x, pad, mode="constant", value=0.0, data_format=None, pad_from_left_axis
     return jnp.pad(x, widths, mode=_PAD_MODES[mode])
 
 
+@compiled("x")
 def zeropad2d(x, padding, data_format="NCHW", name=None):
     """Zero-pad the H and W dims of a 4-D tensor: padding = [left, right, top, bottom] or an int.
 
@@ -419,6 +437,7 @@ def _interp_sizes(x_shape, spatial_axes, size, scale_factor, recompute_scale_fac
     return in_sizes, sizes, [float(s) for s in scales]
 
 
+@compiled("x")
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
                 data_format=None, recompute_scale_factor=None, antialias=False, name=None):
     """Resize the spatial dims of a 3-D/4-D/5-D tensor (Paddle's coordinate conventions).
@@ -496,6 +515,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
     return out.astype(x.dtype) if mode == "nearest" else out
 
 
+@compiled("x")
 def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
              data_format=None, name=None):
     """Alias of `interpolate` (Paddle's `F.upsample`).
@@ -523,6 +543,7 @@ def _unfold_args(kernel_sizes, strides, paddings, dilations, op):
     return kernel, stride, [(top, bottom), (left, right)], dilation
 
 
+@compiled("x")
 def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """im2col: sliding [kh, kw] blocks of a [N, C, H, W] input -> [N, C * kh * kw, L].
 
@@ -557,6 +578,7 @@ def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     return patches.reshape(n, c * kernel[0] * kernel[1], oh * ow)
 
 
+@compiled("x")
 def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """col2im, the adjoint of `unfold`: sums [N, C * kh * kw, L] blocks into [N, C, H, W].
 
@@ -581,6 +603,7 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
 
 # ----------------------------------------------------------------------------- similarity
 
+@compiled("x1", "x2")
 def cosine_similarity(x1, x2, axis=1, eps=1e-8):
     """Cosine similarity along `axis`: x1 . x2 / max(|x1| |x2|, eps).
 
@@ -611,6 +634,7 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
     return w12 / jnp.sqrt(jnp.maximum(w1 * w2, eps * eps))
 
 
+@compiled("label", "prior_dist")
 def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
     """(1 - epsilon) * label + epsilon * prior (uniform 1 / num_classes by default).
 

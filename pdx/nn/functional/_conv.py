@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 
 from pdx.nn.functional._args import (
-    array, bcast_channel, channel_axis, check_rank, error, is_int, ntuple,
-    padding_spec, same_pads, spatial_format,
+    array, bcast_channel, channel_axis, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads,
+    spatial_format,
 )
 
 __all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d", "conv3d_transpose"]
@@ -133,6 +133,7 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     return _add_bias(out, bias, weight.shape[1] * groups, is_last, op)
 
 
+@compiled("x", "weight", "bias")
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
     """1-D convolution (cross-correlation) of [N, C, L] (or NLC) with weight [out, in/groups, k].
 
@@ -143,6 +144,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 1, "conv1d")
 
 
+@compiled("x", "weight", "bias")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
     """2-D convolution (cross-correlation), Paddle's `F.conv2d`.
 
@@ -166,6 +168,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 2, "conv2d")
 
 
+@compiled("x", "weight", "bias")
 def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
     """3-D convolution of [N, C, D, H, W] (or NDHWC) with weight [out, in/groups, kd, kh, kw].
 
@@ -176,6 +179,7 @@ def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 3, "conv3d")
 
 
+@compiled("x", "weight", "bias")
 def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCL", name=None):
     """1-D transposed convolution; weight [in, out/groups, k].
@@ -188,6 +192,7 @@ def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                               data_format, 1, "conv1d_transpose")
 
 
+@compiled("x", "weight", "bias")
 def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1,
                      output_size=None, data_format="NCHW", name=None):
     """2-D transposed convolution (the gradient of conv2d w.r.t. its input), Paddle's `F.conv2d_transpose`.
@@ -218,6 +223,7 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                               data_format, 2, "conv2d_transpose")
 
 
+@compiled("x", "weight", "bias")
 def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCDHW", name=None):
     """3-D transposed convolution; weight [in, out/groups, kd, kh, kw].

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import in_trace
-from pdx.nn.functional._args import array, error, is_int
+from pdx.nn.functional._args import array, compiled, error, is_int
 
 __all__ = ["embedding", "one_hot"]
 
@@ -17,6 +17,7 @@ def _check_ids(x, op):
         raise TypeError(f"pdx.nn.functional.{op}: ids `x` must be an integer tensor; got dtype {x.dtype}")
 
 
+@compiled("x", "weight")
 def embedding(x, weight, padding_idx=None, max_norm=None, norm_type=2.0, sparse=False, scale_grad_by_freq=False,
               name=None):
     """Look up rows of `weight` for the integer ids in `x`.

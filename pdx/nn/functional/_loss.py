@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx.ops._common import normalize_axis
-from pdx.nn.functional._args import array, check_reduction, error, float_array, reduce
+from pdx.nn.functional._args import array, check_reduction, compiled, error, float_array, reduce
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy",
@@ -64,6 +64,7 @@ def _log_probs(input, ax, use_softmax):
     return jax.nn.log_softmax(input, axis=ax) if use_softmax else jnp.log(input)
 
 
+@compiled("input", "label", "weight")
 def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
                   use_softmax=True, label_smoothing=0.0, name=None):
     """Softmax cross entropy (Paddle's `F.cross_entropy`), hard or soft labels.
@@ -156,6 +157,7 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     return jnp.squeeze(loss, ax) if squeeze else loss
 
 
+@compiled("logits", "label")
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100, numeric_stable_mode=True,
                                return_softmax=False, axis=-1):
     """Legacy softmax cross entropy: per-position loss with a size-1 class axis.
@@ -189,6 +191,7 @@ def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-10
     return loss
 
 
+@compiled("input", "label", "weight")
 def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", name=None):
     """Negative log likelihood of log-probabilities `input` [N, C, *] at int `label` [N, *].
 
@@ -227,6 +230,7 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
 
 # ----------------------------------------------------------------------------- regression / binary
 
+@compiled("input", "label")
 def mse_loss(input, label, reduction="mean", name=None):
     """(input - label) ** 2, reduced.
 
@@ -239,6 +243,7 @@ def mse_loss(input, label, reduction="mean", name=None):
     return reduce(jnp.square(a - b), reduction)
 
 
+@compiled("input", "label")
 def square_error_cost(input, label):
     """Elementwise (input - label) ** 2.
 
@@ -250,6 +255,7 @@ def square_error_cost(input, label):
     return jnp.square(a - b)
 
 
+@compiled("input", "label")
 def l1_loss(input, label, reduction="mean", name=None):
     """|input - label|, reduced.
 
@@ -262,6 +268,7 @@ def l1_loss(input, label, reduction="mean", name=None):
     return reduce(jnp.abs(a - b), reduction)
 
 
+@compiled("input", "label")
 def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, name=None):
     """Huber loss: 0.5 r^2 for |r| <= delta, else delta (|r| - delta / 2); divided by delta if not is_huber.
 
@@ -278,6 +285,7 @@ def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, nam
     return reduce(loss, reduction)
 
 
+@compiled("input", "label", "weight")
 def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
     """-(y log p + (1 - y) log(1 - p)) on probabilities, logs clamped at -100 like Paddle.
 
@@ -294,6 +302,7 @@ def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None)
     return reduce(loss, reduction)
 
 
+@compiled("logit", "label", "weight", "pos_weight")
 def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None, name=None):
     """Sigmoid + binary cross entropy, computed stably from logits.
 
@@ -326,6 +335,7 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
     return reduce(loss, reduction)
 
 
+@compiled("logit", "label", "normalizer")
 def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, reduction="sum", name=None):
     """Focal loss on logits: alpha_t (1 - p_t)^gamma BCE, optionally divided by `normalizer`.
 
@@ -346,6 +356,7 @@ def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, red
     return reduce(loss, reduction)
 
 
+@compiled("input", "label")
 def log_loss(input, label, epsilon=0.0001, name=None):
     """-y log(p + eps) - (1 - y) log(1 - p + eps), elementwise.
 
@@ -357,6 +368,7 @@ def log_loss(input, label, epsilon=0.0001, name=None):
     return -y * jnp.log(p + epsilon) - (1 - y) * jnp.log(1 - p + epsilon)
 
 
+@compiled("input", "label")
 def kl_div(input, label, reduction="mean", log_target=False, name=None):
     """KL divergence with `input` as log-probabilities: label * (log(label) - input).
 
@@ -388,6 +400,7 @@ def kl_div(input, label, reduction="mean", log_target=False, name=None):
     return reduce(loss, reduction)
 
 
+@compiled("input", "other", "label")
 def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=None):
     """relu(-label * (input - other) + margin), reduced.
 
@@ -402,6 +415,7 @@ def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=
     return reduce(jax.nn.relu((b - a) * y + margin), reduction)
 
 
+@compiled("input", "label")
 def soft_margin_loss(input, label, reduction="mean", name=None):
     """log(1 + exp(-label * input)), reduced.
 
@@ -414,6 +428,7 @@ def soft_margin_loss(input, label, reduction="mean", name=None):
     return reduce(jnp.logaddexp(0.0, -y * x), reduction)
 
 
+@compiled("input", "label")
 def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
     """input where label == 1, relu(margin - input) where label == -1, reduced.
 
@@ -427,6 +442,7 @@ def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
     return reduce(loss, reduction)
 
 
+@compiled("input1", "input2", "label")
 def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", name=None):
     """1 - cos(x1, x2) for label 1, relu(cos - margin) for label -1, reduced.
 
@@ -447,6 +463,7 @@ def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", nam
     return reduce(loss, reduction)
 
 
+@compiled("x", "y")
 def pairwise_distance(x, y, p=2.0, epsilon=1e-06, keepdim=False, name=None):
     """p-norm of (x - y + epsilon) over the last axis.
 
@@ -467,6 +484,7 @@ def pairwise_distance(x, y, p=2.0, epsilon=1e-06, keepdim=False, name=None):
     return out
 
 
+@compiled("input", "positive", "negative")
 def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-06, swap=False, reduction="mean",
                         name=None):
     """relu(d(a, p) - d(a, n) + margin) with pairwise_distance d, reduced.
@@ -492,6 +510,7 @@ def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-0
     return reduce(jnp.maximum(d_pos - d_neg + margin, 0.0), reduction)
 
 
+@compiled("input", "label")
 def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, reduction="mean", name=None):
     """Poisson negative log likelihood (optionally with the Stirling term).
 
@@ -512,6 +531,7 @@ def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, re
     return reduce(loss, reduction)
 
 
+@compiled("input", "label", "weight")
 def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None):
     """Per-sample mean over classes of the binary logistic loss, reduced over samples.
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx.nn.functional._args import array, bcast_channel, channel_axis, error, float_array, is_int, prod
+from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
 __all__ = [
     "batch_norm", "batch_norm_with_stats", "group_norm", "instance_norm", "layer_norm",
@@ -38,6 +38,7 @@ def _per_channel(v, name, channels, ndim, axis, op):
     return bcast_channel(v.reshape(-1), ndim, axis)
 
 
+@compiled("x", "running_mean", "running_var", "weight", "bias")
 def batch_norm_with_stats(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9,
                           epsilon=1e-05, data_format="NCHW", use_global_stats=None):
     """Batch norm that also returns the updated running statistics (the pure core of BatchNorm).
@@ -103,6 +104,7 @@ def batch_norm_with_stats(x, running_mean, running_var, weight=None, bias=None, 
     return out.astype(x.dtype), new_mean, new_var
 
 
+@compiled("x", "running_mean", "running_var", "weight", "bias")
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9, epsilon=1e-05,
                data_format="NCHW", use_global_stats=None, name=None):
     """Batch normalization with Paddle's signature; returns only the output.
@@ -147,6 +149,7 @@ def _affine_param(v, name, shape, op):
     return v.reshape(shape)
 
 
+@compiled("x", "weight", "bias")
 def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=None):
     """Normalize over the trailing `normalized_shape` dims, then scale and shift.
 
@@ -181,6 +184,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
     return out.astype(x.dtype)
 
 
+@compiled("input", "weight")
 def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noqa: A002  (Paddle's name)
     """Root-mean-square norm over the trailing `normalized_shape` dims (Paddle 3's `F.rms_norm`).
 
@@ -215,6 +219,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noq
     return out.astype(x.dtype), inv.reshape(-1).astype(jnp.float32)
 
 
+@compiled("x", "running_mean", "running_var", "weight", "bias")
 def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.9, eps=1e-05, data_format="NCHW", name=None):
     """Normalize each (sample, channel) over its spatial dims.
@@ -259,6 +264,7 @@ def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None
 _GN_FORMATS = ("NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC")
 
 
+@compiled("x", "weight", "bias")
 def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format="NCHW", name=None):
     """Normalize over groups of channels (and all spatial positions) per sample.
 
@@ -305,6 +311,7 @@ def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format
     return out.astype(x.dtype)
 
 
+@compiled("x")
 def normalize(x, p=2, axis=1, epsilon=1e-12, out=None, name=None):
     """x / max(||x||_p along axis, epsilon).
 
@@ -347,6 +354,7 @@ def normalize(x, p=2, axis=1, epsilon=1e-12, out=None, name=None):
 _LRN_FORMATS = ("NCL", "NLC", "NCHW", "NHWC", "NCDHW", "NDHWC")
 
 
+@compiled("x")
 def local_response_norm(x, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NCHW", name=None):
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels) ** beta.
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.nn.functional._args import (
-    CHANNEL_FIRST, array, check_rank, error, is_int, ntuple, padding_spec, same_pads, spatial_format,
+    CHANNEL_FIRST, array, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads, spatial_format,
 )
 
 __all__ = [
@@ -211,6 +211,7 @@ def _adaptive_pool(x, output_size, data_format, kind, return_mask, n, op):
 
 # ----------------------------------------------------------------------------- public API
 
+@compiled("x")
 def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None):
     """1-D max pooling over [N, C, L].
 
@@ -232,6 +233,7 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     return _max_pool(x, kernel_size, stride, padding, return_mask, ceil_mode, "NCL", 1, "max_pool1d")
 
 
+@compiled("x")
 def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
                name=None):
     """2-D max pooling.
@@ -255,6 +257,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     return _max_pool(x, kernel_size, stride, padding, return_mask, ceil_mode, data_format, 2, "max_pool2d")
 
 
+@compiled("x")
 def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
                name=None):
     """3-D max pooling over [N, C, D, H, W] (or NDHWC).
@@ -266,6 +269,7 @@ def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     return _max_pool(x, kernel_size, stride, padding, return_mask, ceil_mode, data_format, 3, "max_pool3d")
 
 
+@compiled("x")
 def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
     """1-D average pooling over [N, C, L] (note Paddle's order: exclusive before ceil_mode).
 
@@ -276,6 +280,7 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode
     return _avg_pool(x, kernel_size, stride, padding, ceil_mode, exclusive, None, "NCL", 1, "avg_pool1d")
 
 
+@compiled("x")
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
                data_format="NCHW", name=None):
     """2-D average pooling.
@@ -299,6 +304,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
                      "avg_pool2d")
 
 
+@compiled("x")
 def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
                data_format="NCDHW", name=None):
     """3-D average pooling over [N, C, D, H, W] (or NDHWC).
@@ -311,6 +317,7 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
                      "avg_pool3d")
 
 
+@compiled("x")
 def adaptive_avg_pool1d(x, output_size, name=None):
     """Average [N, C, L] into `output_size` bins.
 
@@ -321,6 +328,7 @@ def adaptive_avg_pool1d(x, output_size, name=None):
     return _adaptive_pool(x, output_size, "NCL", "avg", False, 1, op="adaptive_avg_pool1d")
 
 
+@compiled("x")
 def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
     """Average the H and W dims into `output_size` bins (an int or [oh, ow]; None keeps a dim).
 
@@ -331,6 +339,7 @@ def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
     return _adaptive_pool(x, output_size, data_format, "avg", False, 2, op="adaptive_avg_pool2d")
 
 
+@compiled("x")
 def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
     """Average the D, H and W dims into `output_size` bins.
 
@@ -341,6 +350,7 @@ def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
     return _adaptive_pool(x, output_size, data_format, "avg", False, 3, op="adaptive_avg_pool3d")
 
 
+@compiled("x")
 def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, L] over `output_size` bins.
 
@@ -351,6 +361,7 @@ def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
     return _adaptive_pool(x, output_size, "NCL", "max", return_mask, 1, op="adaptive_max_pool1d")
 
 
+@compiled("x")
 def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, H, W] over `output_size` bins (NCHW only, like Paddle).
 
@@ -361,6 +372,7 @@ def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
     return _adaptive_pool(x, output_size, CHANNEL_FIRST[2], "max", return_mask, 2, op="adaptive_max_pool2d")
 
 
+@compiled("x")
 def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, D, H, W] over `output_size` bins.
 

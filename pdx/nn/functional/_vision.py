@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdx.nn.functional._args import array, check_rank, error, is_int, spatial_format
+from pdx.nn.functional._args import array, check_rank, compiled, error, is_int, spatial_format
 
 __all__ = ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
 
@@ -13,6 +13,7 @@ def _factor(value, name, op):
     return int(value)
 
 
+@compiled("x")
 def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     """[N, C * r^2, H, W] -> [N, C, H * r, W * r] (sub-pixel convolution's rearrangement).
 
@@ -37,6 +38,7 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     return x.reshape(n, oc, r, r, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, oc, h * r, w * r)
 
 
+@compiled("x")
 def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
     """[N, C, H * r, W * r] -> [N, C * r^2, H, W], the inverse of pixel_shuffle.
 
@@ -61,6 +63,7 @@ def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
     return x.reshape(n, c, oh, r, ow, r).transpose(0, 1, 3, 5, 2, 4).reshape(n, c * r * r, oh, ow)
 
 
+@compiled("x")
 def channel_shuffle(x, groups, data_format="NCHW", name=None):
     """Interleave channels across `groups` (ShuffleNet): [g, C/g] channel order -> [C/g, g].
 
