@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx._random import in_trace, next_key
+from pdx._random import next_key
 from pdx.ops._common import normalize_axis
 from pdx.nn.functional._args import (
     CHANNEL_FIRST, CHANNEL_LAST, array, compiled, error, float_array, is_int, ntuple, spatial_format,
