@@ -1,10 +1,11 @@
 """Max/average pooling and their adaptive forms over 1, 2 or 3 spatial dims.
 
-Window semantics follow Paddle's pooling kernels: a window starts at
+Window semantics follow Paddle's CPU pooling kernels: a window starts at
 `o * stride - pad_before` and is clipped to the input, so padding never wins a
 max; with `exclusive=True` an average divides by the number of input elements
-in the clipped window, otherwise by the full kernel size. `ceil_mode` only adds
-output positions at the trailing edge. Adaptive bins span
+in the clipped window, otherwise by the window clipped at `size + pad_before`
+(the kernel size unless ceil_mode or asymmetric padding cut it). `ceil_mode`
+only adds output positions at the trailing edge. Adaptive bins span
 [floor(i * in / out), ceil((i + 1) * in / out)).
 
 `return_mask=True` also returns, per output, the flat index of the max within
@@ -13,7 +14,6 @@ its (batch, channel) spatial plane (int32; Paddle returns int32 too).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -34,9 +34,10 @@ __all__ = [
 def _lowest(dtype):
     # Paddle starts a max at the lowest finite value, which is what a window lying
     # wholly in the padding (possible with ceil_mode) returns.
+    # A concrete (numpy) value, so reduce_window sees a known init and stays differentiable.
     if jnp.issubdtype(dtype, jnp.floating):
-        return jnp.array(jnp.finfo(dtype).min, dtype)
-    return jnp.array(jnp.iinfo(dtype).min, dtype)
+        return np.array(jnp.finfo(dtype).min, dtype)
+    return np.array(jnp.iinfo(dtype).min, dtype)
 
 
 def _window_args(x, kernel_size, stride, padding, ceil_mode, data_format, n, op):
@@ -69,8 +70,14 @@ def _reduce_windows(x, axes, kernel, stride, pads, outs, init, computation):
     padding = [(0, 0)] * x.ndim
     for a, k, s, (lo, _), o in zip(axes, kernel, stride, pads, outs):
         dims[a], strides[a] = k, s
-        # Pad exactly far enough for `o` windows (ceil_mode may need more than `hi`).
-        padding[a] = (lo, (o - 1) * s + k - x.shape[a] - lo)
+        # Exactly `o` windows: ceil_mode may need more trailing padding than `hi`, and
+        # floor mode may leave trailing elements unused (sliced off: JAX cannot
+        # differentiate reduce_window with negative padding).
+        hi = (o - 1) * s + k - x.shape[a] - lo
+        if hi < 0:
+            x = jax.lax.slice_in_dim(x, 0, x.shape[a] + hi, axis=a)
+            hi = 0
+        padding[a] = (lo, hi)
     return jax.lax.reduce_window(x, init, computation, tuple(dims), tuple(strides), padding)
 
 
@@ -90,7 +97,6 @@ def _window_index(spec):
     return idx, idx < ends[:, None]
 
 
-@functools.partial(jax.jit, static_argnums=(1,))
 def _max_with_mask(x, specs):
     """Max over windows of the trailing spatial axes, plus the flat spatial index of the first max.
 
@@ -172,7 +178,6 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_ove
     return out
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2))
 def _adaptive_avg(x, axes, specs):
     out = x
     # Averages are separable: average each spatial axis over its bins in turn.
