@@ -28,7 +28,9 @@ def embedding(x, weight, padding_idx=None, max_norm=None, norm_type=2.0, sparse=
     Paddle also rewrites those rows of `weight` in place, which an immutable
     JAX array cannot do (the gradient is Paddle's: unscaled). `sparse` is
     ignored (gradients are dense). `scale_grad_by_freq` divides each row's
-    gradient by the number of times its id occurs in `x`.
+    gradient by the number of times its id occurs in `x`. Paddle raises on ids
+    outside [0, num_embeddings); compiled code cannot check values, so such ids
+    give NaN rows here (negative ids count from the end).
 
     Args:
       x: integer ids of any shape, in [0, weight.shape[0]).
