@@ -150,7 +150,7 @@ class Layer(nnx.Module):
     _dtype = None
     _full_name = None
 
-    def __init__(self, name_scope: str | None = None, dtype="float32"):
+    def __init__(self, name_scope: str | None = None, dtype=None):
         self.training = True
         self._full_name = name_scope or type(self).__name__.lower()
         self._dtype = convert_dtype(dtype) if dtype is not None else default_float()

@@ -11,6 +11,52 @@ import numpy as np
 from pdx._dtype import convert_dtype
 
 
+def _host_rng(key) -> np.random.Generator | None:
+    """A numpy Generator seeded by a concrete key; None under a trace.
+
+    Eagerly, sampling on the host avoids compiling a jax.random kernel for
+    every parameter shape (seconds per model on a small CPU); under a trace
+    (sharded or abstract initialization) jax.random is used instead.
+    Both are deterministic functions of the key; their streams differ.
+    """
+    if isinstance(key, jax.core.Tracer):
+        return None
+    data = np.asarray(jax.random.key_data(key)).ravel().tolist()
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(data)))
+
+
+def _finish(value, dtype) -> jax.Array:
+    # Host samples are finished in numpy: eager jnp arithmetic would compile
+    # a kernel per parameter shape.
+    return jnp.asarray(value.astype(convert_dtype(dtype)))
+
+
+def _normal(key, shape):
+    host = _host_rng(key)
+    if host is None:
+        return jax.random.normal(key, shape, jnp.float32)
+    return host.standard_normal(shape, np.float32)
+
+
+def _uniform(key, shape, low, high):
+    host = _host_rng(key)
+    if host is None:
+        return jax.random.uniform(key, shape, jnp.float32, low, high)
+    return host.uniform(low, high, shape).astype(np.float32)
+
+
+def _truncated_normal(key, lower, upper, shape):
+    host = _host_rng(key)
+    if host is None:
+        return jax.random.truncated_normal(key, lower, upper, shape, jnp.float32)
+    out = host.standard_normal(shape)
+    bad = (out < lower) | (out > upper)
+    while bad.any():  # rejection sampling; a handful of rounds for the usual [-2, 2]
+        out[bad] = host.standard_normal(int(bad.sum()))
+        bad = (out < lower) | (out > upper)
+    return out.astype(np.float32)
+
+
 def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
     if len(shape) == 0:
         return 1, 1
@@ -58,7 +104,7 @@ class Constant(Initializer):
         self.value = value
 
     def __call__(self, key, shape, dtype="float32"):
-        return jnp.full(shape, self.value, convert_dtype(dtype))
+        return jnp.asarray(np.full(shape, self.value, convert_dtype(dtype)))
 
 
 class Normal(Initializer):
@@ -69,7 +115,7 @@ class Normal(Initializer):
 
     def __call__(self, key, shape, dtype="float32"):
         dt = convert_dtype(dtype)
-        return (self.mean + self.std * jax.random.normal(key, shape, jnp.float32)).astype(dt)
+        return _finish(self.mean + self.std * _normal(key, shape), dt)
 
 
 class TruncatedNormal(Initializer):
@@ -79,8 +125,8 @@ class TruncatedNormal(Initializer):
         self.mean, self.std, self.a, self.b = mean, std, a, b
 
     def __call__(self, key, shape, dtype="float32"):
-        z = jax.random.truncated_normal(key, self.a, self.b, shape, jnp.float32)
-        return (self.mean + self.std * z).astype(convert_dtype(dtype))
+        z = _truncated_normal(key, self.a, self.b, shape)
+        return _finish(self.mean + self.std * z, dtype)
 
 
 class Uniform(Initializer):
@@ -90,8 +136,8 @@ class Uniform(Initializer):
         self.low, self.high = low, high
 
     def __call__(self, key, shape, dtype="float32"):
-        u = jax.random.uniform(key, shape, jnp.float32, self.low, self.high)
-        return u.astype(convert_dtype(dtype))
+        u = _uniform(key, shape, self.low, self.high)
+        return _finish(u, dtype)
 
 
 class XavierUniform(Initializer):
