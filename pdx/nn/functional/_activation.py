@@ -51,6 +51,13 @@ def relu(x, name=None):
 def relu6(x, name=None):
     """min(max(x, 0), 6).
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.relu6(jnp.array([-1.0, 7.0])).tolist()
       [0.0, 6.0]
@@ -61,6 +68,14 @@ def relu6(x, name=None):
 @compiled("x")
 def leaky_relu(x, negative_slope=0.01, name=None):
     """x if x >= 0 else negative_slope * x.
+
+    Args:
+      x: input tensor.
+      negative_slope: slope for x < 0.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.leaky_relu(jnp.array([-1.0, 2.0]), 0.1).tolist()
@@ -73,6 +88,14 @@ def leaky_relu(x, negative_slope=0.01, name=None):
 @compiled("x")
 def elu(x, alpha=1.0, name=None):
     """x if x > 0 else alpha * (exp(x) - 1).
+
+    Args:
+      x: input tensor.
+      alpha: the negative-branch scale.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.elu(jnp.array([0.0, 1.0])).tolist()
@@ -87,6 +110,14 @@ def elu(x, alpha=1.0, name=None):
 def celu(x, alpha=1.0, name=None):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
 
+    Args:
+      x: input tensor.
+      alpha: the negative-branch scale (not 0).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.celu(jnp.array([1.0])).tolist()
       [1.0]
@@ -100,6 +131,15 @@ def celu(x, alpha=1.0, name=None):
 @compiled("x")
 def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848170429916717, name=None):
     """scale * (x if x > 0 else alpha * (exp(x) - 1)).
+
+    Args:
+      x: input tensor.
+      scale: output scale (> 1).
+      alpha: negative-branch scale (>= 0).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.selu(jnp.array([0.0])).tolist()
@@ -140,6 +180,14 @@ def gelu(x, approximate=False, name=None):
 def sigmoid(x, name=None, *, out=None):
     """1 / (1 + exp(-x)). Paddle's `out=` is not supported (JAX arrays are immutable).
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+      out: unsupported; must be None.
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.sigmoid(jnp.array([0.0])).tolist()
       [0.5]
@@ -152,6 +200,14 @@ def sigmoid(x, name=None, *, out=None):
 def silu(x, inplace=False, name=None):
     """x * sigmoid(x). `inplace` is ignored (JAX arrays are immutable).
 
+    Args:
+      x: input tensor.
+      inplace: ignored (JAX arrays are immutable).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.silu(jnp.array([0.0])).tolist()
       [0.0]
@@ -163,6 +219,13 @@ def silu(x, inplace=False, name=None):
 def swish(x, name=None):
     """x * sigmoid(x) (Paddle's swish has beta fixed at 1).
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.swish(jnp.array([0.0])).tolist()
       [0.0]
@@ -173,6 +236,14 @@ def swish(x, name=None):
 @compiled("x")
 def tanh(x, name=None, *, out=None):
     """Hyperbolic tangent. Paddle's `out=` is not supported (JAX arrays are immutable).
+
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+      out: unsupported; must be None.
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.tanh(jnp.array([0.0])).tolist()
@@ -186,6 +257,15 @@ def tanh(x, name=None, *, out=None):
 def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument names)
     """clip(x, min, max).
 
+    Args:
+      x: input tensor.
+      min: lower clip value.
+      max: upper clip value.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.hardtanh(jnp.array([-2.0, 0.5])).tolist()
       [-1.0, 0.5]
@@ -196,6 +276,15 @@ def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument
 @compiled("x")
 def hardsigmoid(x, slope=0.1666667, offset=0.5, name=None):
     """clip(slope * x + offset, 0, 1).
+
+    Args:
+      x: input tensor.
+      slope: slope of the linear part.
+      offset: offset of the linear part.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.hardsigmoid(jnp.array([0.0])).tolist()
@@ -209,6 +298,13 @@ def hardsigmoid(x, slope=0.1666667, offset=0.5, name=None):
 def hardswish(x, name=None):
     """x * clip(x + 3, 0, 6) / 6.
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.hardswish(jnp.array([3.0])).tolist()
       [3.0]
@@ -221,6 +317,14 @@ def hardswish(x, name=None):
 def hardshrink(x, threshold=0.5, name=None):
     """x where |x| > threshold, else 0.
 
+    Args:
+      x: input tensor.
+      threshold: values with |x| <= threshold become 0.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.hardshrink(jnp.array([0.2, 1.0])).tolist()
       [0.0, 1.0]
@@ -232,6 +336,14 @@ def hardshrink(x, threshold=0.5, name=None):
 @compiled("x")
 def softshrink(x, threshold=0.5, name=None):
     """x - threshold above threshold, x + threshold below -threshold, else 0.
+
+    Args:
+      x: input tensor.
+      threshold: shrink amount (>= 0).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.softshrink(jnp.array([1.0])).tolist()
@@ -247,6 +359,15 @@ def softshrink(x, threshold=0.5, name=None):
 def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
     """x where x > threshold, else `value`.
 
+    Args:
+      x: input tensor.
+      threshold: values <= threshold are replaced.
+      value: the replacement.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.thresholded_relu(jnp.array([0.5, 2.0])).tolist()
       [0.0, 2.0]
@@ -258,6 +379,13 @@ def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
 @compiled("x")
 def tanhshrink(x, name=None):
     """x - tanh(x).
+
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.tanhshrink(jnp.array([0.0])).tolist()
@@ -271,6 +399,13 @@ def tanhshrink(x, name=None):
 def softsign(x, name=None):
     """x / (1 + |x|).
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.softsign(jnp.array([1.0])).tolist()
       [0.5]
@@ -282,6 +417,15 @@ def softsign(x, name=None):
 @compiled("x")
 def softplus(x, beta=1, threshold=20, name=None):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+
+    Args:
+      x: input tensor.
+      beta: input scale.
+      threshold: where beta * x > threshold the output is x itself.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> round(float(F.softplus(jnp.array(0.0))), 4)
@@ -297,6 +441,13 @@ def softplus(x, beta=1, threshold=20, name=None):
 def log_sigmoid(x, name=None):
     """log(sigmoid(x)), computed stably.
 
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> round(float(F.log_sigmoid(jnp.array(0.0))), 4)
       -0.6931
@@ -307,6 +458,13 @@ def log_sigmoid(x, name=None):
 @compiled("x")
 def mish(x, name=None):
     """x * tanh(softplus(x)) (softplus with Paddle's threshold of 20).
+
+    Args:
+      x: input tensor.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.mish(jnp.array([0.0])).tolist()
@@ -352,6 +510,15 @@ def softmax(x, axis=-1, dtype=None, name=None, *, out=None):
 def log_softmax(x, axis=-1, dtype=None, name=None):
     """log(softmax(x)) along `axis`, computed stably.
 
+    Args:
+      x: input tensor.
+      axis: the axis to normalize over.
+      dtype: optional dtype to compute and return in.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor of x's shape.
+
     Example:
       >>> round(F.log_softmax(jnp.array([0.0, 0.0])).tolist()[0], 4)
       -0.6931
@@ -363,6 +530,14 @@ def log_softmax(x, axis=-1, dtype=None, name=None):
 @compiled("x")
 def glu(x, axis=-1, name=None):
     """Gated linear unit: split x in halves a, b along `axis`, return a * sigmoid(b).
+
+    Args:
+      x: input tensor.
+      axis: the axis split into value and gate halves (even size).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor with x.shape[axis] halved.
 
     Example:
       >>> F.glu(jnp.zeros((2, 4))).shape

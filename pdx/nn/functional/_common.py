@@ -84,7 +84,8 @@ def bilinear(x1, x2, weight, bias=None, name=None):
     if x1.ndim != 2 or x2.ndim != 2 or weight.ndim != 3 or x1.shape[0] != x2.shape[0] \
             or weight.shape[1:] != (x1.shape[1], x2.shape[1]):
         raise error("bilinear", f"need x1 [N, in1], x2 [N, in2] and weight [out, in1, in2]; got "
-                                f"x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}, weight.shape={tuple(weight.shape)}")
+                                f"x1.shape={tuple(x1.shape)}, x2.shape={tuple(x2.shape)}, "
+                                f"weight.shape={tuple(weight.shape)}")
     out = jnp.einsum("ni,oij,nj->no", x1, weight, x2)
     if bias is not None:
         out = out + array(bias, op="bilinear", name="bias").reshape(1, -1)
@@ -145,7 +146,8 @@ def _dropout(x, key, p, axis, training, mode):
     if axis is not None:
         axes = [axis] if is_int(axis) else list(axis)
         if not axes or not all(is_int(a) and 0 <= a < x.ndim for a in axes) or len(set(axes)) != len(axes):
-            raise error("dropout", f"axis={axis!r} must hold distinct dims in [0, {x.ndim}) of x.shape={tuple(x.shape)}")
+            raise error("dropout", f"axis={axis!r} must hold distinct dims in [0, {x.ndim}) of "
+                                   f"x.shape={tuple(x.shape)}")
         mask_shape = tuple(x.shape[i] if i in axes else 1 for i in range(x.ndim))
     else:
         mask_shape = x.shape
@@ -161,6 +163,16 @@ def _dropout(x, key, p, axis, training, mode):
 def dropout1d(input, p=0.5, training=True, inplace=False, *, key=None):  # noqa: A002  (Paddle's name)
     """Zero whole channels of a [N, C, L] (or [C, L]) input with probability `p`.
 
+    Args:
+      input: [N, C, L] or [C, L] input.
+      p: drop probability in [0, 1].
+      training: apply the random mask (True) or return x unchanged (False).
+      inplace: ignored (JAX arrays are immutable).
+      key: optional jax PRNG key; from the global generator if None (required under jit).
+
+    Returns:
+      A tensor like `input`.
+
     Example:
       >>> F.dropout1d(jnp.ones((2, 3, 4)), training=False).shape
       (2, 3, 4)
@@ -175,6 +187,17 @@ def dropout1d(input, p=0.5, training=True, inplace=False, *, key=None):  # noqa:
 def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None, *, key=None):
     """Zero whole feature maps (one mask value per [N, C]) of a 4-D input.
 
+    Args:
+      x: 4-D input.
+      p: drop probability in [0, 1].
+      training: apply the random mask (True) or return x unchanged (False).
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+      key: optional jax PRNG key; from the global generator if None (required under jit).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.dropout2d(jnp.ones((2, 3, 4, 4)), training=False).shape
       (2, 3, 4, 4)
@@ -188,6 +211,17 @@ def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None, *, key=Non
 
 def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None, *, key=None):
     """Zero whole 3-D feature maps (one mask value per [N, C]) of a 5-D input.
+
+    Args:
+      x: 5-D input.
+      p: drop probability in [0, 1].
+      training: apply the random mask (True) or return x unchanged (False).
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+      key: optional jax PRNG key; from the global generator if None (required under jit).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.dropout3d(jnp.ones((1, 2, 2, 2, 2)), training=False).shape
@@ -227,6 +261,16 @@ def _alpha_dropout_core(x, key, p, training, feature, op):
 def alpha_dropout(x, p=0.5, training=True, name=None, *, key=None):
     """Dropout that keeps SELU's self-normalizing mean and variance.
 
+    Args:
+      x: input tensor.
+      p: drop probability in [0, 1].
+      training: apply the random mask (True) or return x unchanged (False).
+      name: ignored (Paddle compatibility).
+      key: optional jax PRNG key; from the global generator if None (required under jit).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.alpha_dropout(jnp.ones(3), training=False).tolist()
       [1.0, 1.0, 1.0]
@@ -236,6 +280,16 @@ def alpha_dropout(x, p=0.5, training=True, name=None, *, key=None):
 
 def feature_alpha_dropout(x, p=0.5, training=True, name=None, *, key=None):
     """alpha_dropout with one mask value per [N, C] feature map.
+
+    Args:
+      x: input tensor.
+      p: drop probability in [0, 1].
+      training: apply the random mask (True) or return x unchanged (False).
+      name: ignored (Paddle compatibility).
+      key: optional jax PRNG key; from the global generator if None (required under jit).
+
+    Returns:
+      A tensor like `x`.
 
     Example:
       >>> F.feature_alpha_dropout(jnp.ones((1, 2, 3)), training=False).shape
@@ -331,6 +385,15 @@ def pad(x, pad, mode="constant", value=0.0, data_format=None, pad_from_left_axis
 @compiled("x")
 def zeropad2d(x, padding, data_format="NCHW", name=None):
     """Zero-pad the H and W dims of a 4-D tensor: padding = [left, right, top, bottom] or an int.
+
+    Args:
+      x: 4-D input.
+      padding: [left, right, top, bottom] or an int.
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The padded tensor.
 
     Example:
       >>> F.zeropad2d(jnp.ones((1, 1, 2, 3)), [1, 2, 1, 1]).shape
@@ -520,6 +583,19 @@ def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=Fals
              data_format=None, name=None):
     """Alias of `interpolate` (Paddle's `F.upsample`).
 
+    Args:
+      x: input tensor.
+      size: output spatial size, or None.
+      scale_factor: scale per spatial dim, used when size is None.
+      mode: 'nearest', 'linear', 'bilinear', 'bicubic', 'trilinear' or 'area'.
+      align_corners: align corner pixel centers.
+      align_mode: 0 (half-pixel) or 1 for the linear modes.
+      data_format: layout; default from x.ndim.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The resized tensor.
+
     Example:
       >>> F.upsample(jnp.ones((1, 1, 2, 2)), size=[3, 3]).shape
       (1, 1, 3, 3)
@@ -582,6 +658,18 @@ def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
 def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
     """col2im, the adjoint of `unfold`: sums [N, C * kh * kw, L] blocks into [N, C, H, W].
 
+    Args:
+      x: [N, C * kh * kw, L] blocks.
+      output_sizes: [H, W] of the result.
+      kernel_sizes: an int or 2 ints.
+      strides: an int or 2 ints.
+      paddings: an int, [ph, pw] or [top, left, bottom, right].
+      dilations: an int or 2 ints.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      [N, C, H, W] with overlapping blocks summed.
+
     Example:
       >>> F.fold(jnp.ones((1, 8, 9)), [4, 4], 2).shape
       (1, 2, 4, 4)
@@ -590,7 +678,8 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
     out_hw = ntuple(output_sizes, 2, op="fold", name="output_sizes", minimum=1)
     kernel = ntuple(kernel_sizes, 2, op="fold", name="kernel_sizes", minimum=1)
     if x.ndim != 3 or x.shape[1] % (kernel[0] * kernel[1]):
-        raise error("fold", f"expects x of shape [N, C * kh * kw, L] with kernel {kernel}; got x.shape={tuple(x.shape)}")
+        raise error("fold", f"expects x of shape [N, C * kh * kw, L] with kernel {kernel}; "
+                            f"got x.shape={tuple(x.shape)}")
     c = x.shape[1] // (kernel[0] * kernel[1])
     template = jax.ShapeDtypeStruct((x.shape[0], c, *out_hw), x.dtype)
     blocks = jax.eval_shape(lambda t: unfold(t, kernel, strides, paddings, dilations), template)

@@ -137,6 +137,20 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
     """1-D convolution (cross-correlation) of [N, C, L] (or NLC) with weight [out, in/groups, k].
 
+    Args:
+      x: [N, C, L] (or NLC) input.
+      weight: [out_channels, in_channels / groups, k].
+      bias: optional [out_channels].
+      stride: an int or [int].
+      padding: int, [int], [before, after], pairs incl. batch/channel, 'SAME' or 'VALID'.
+      dilation: an int or [int].
+      groups: channel groups.
+      data_format: 'NCL' or 'NLC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The output in the same data_format.
+
     Example:
       >>> F.conv1d(jnp.ones((1, 2, 5)), jnp.ones((3, 2, 3))).shape
       (1, 3, 3)
@@ -172,6 +186,20 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
 def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
     """3-D convolution of [N, C, D, H, W] (or NDHWC) with weight [out, in/groups, kd, kh, kw].
 
+    Args:
+      x: [N, C, D, H, W] (or NDHWC) input.
+      weight: [out_channels, in_channels / groups, kd, kh, kw].
+      bias: optional [out_channels].
+      stride: an int or 3 ints.
+      padding: int, 3 ints, 6 ints, 5 pairs incl. batch/channel, 'SAME' or 'VALID'.
+      dilation: an int or 3 ints.
+      groups: channel groups.
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The output in the same data_format.
+
     Example:
       >>> F.conv3d(jnp.ones((1, 2, 4, 4, 4)), jnp.ones((3, 2, 3, 3, 3))).shape
       (1, 3, 2, 2, 2)
@@ -183,6 +211,22 @@ def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
 def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCL", name=None):
     """1-D transposed convolution; weight [in, out/groups, k].
+
+    Args:
+      x: [N, C_in, L] (or NLC) input.
+      weight: [C_in, out_channels / groups, k].
+      bias: optional [out_channels].
+      stride: an int or [int].
+      padding: as conv1d.
+      output_padding: extra trailing size, < max(stride, dilation).
+      groups: channel groups.
+      dilation: an int or [int].
+      output_size: optional output length instead of output_padding.
+      data_format: 'NCL' or 'NLC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The upsampled output in the same data_format.
 
     Example:
       >>> F.conv1d_transpose(jnp.ones((1, 2, 4)), jnp.ones((2, 3, 3)), stride=2).shape
@@ -227,6 +271,22 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
 def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCDHW", name=None):
     """3-D transposed convolution; weight [in, out/groups, kd, kh, kw].
+
+    Args:
+      x: [N, C_in, D, H, W] (or NDHWC) input.
+      weight: [C_in, out_channels / groups, kd, kh, kw].
+      bias: optional [out_channels].
+      stride: an int or 3 ints.
+      padding: as conv3d.
+      output_padding: extra trailing size, < max(stride, dilation).
+      groups: channel groups.
+      dilation: an int or 3 ints.
+      output_size: optional [od, oh, ow] instead of output_padding.
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The upsampled output in the same data_format.
 
     Example:
       >>> F.conv3d_transpose(jnp.ones((1, 2, 2, 2, 2)), jnp.ones((2, 1, 2, 2, 2)), stride=2).shape

@@ -197,6 +197,17 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
 
     'mean' divides by the summed weights of non-ignored labels.
 
+    Args:
+      input: log-probabilities [N, C, *].
+      label: int labels [N, *].
+      weight: optional [C] class weights.
+      ignore_index: label value with no loss.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> round(float(F.nll_loss(jnp.log(jnp.full((2, 4), 0.25)), jnp.array([1, 3]))), 4)
       1.3863
@@ -209,7 +220,8 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
         raise error(op, f"input must be [N, C, *]; got input.shape={tuple(input.shape)}")
     expected = input.shape[:1] + input.shape[2:]
     if tuple(label.shape) != expected:
-        raise error(op, f"label.shape={tuple(label.shape)} must be input.shape without the class dim 1, i.e. {expected}")
+        raise error(op, f"label.shape={tuple(label.shape)} must be input.shape without the class dim 1, "
+                        f"i.e. {expected}")
     if not jnp.issubdtype(label.dtype, jnp.integer):
         raise TypeError(f"pdx.nn.functional.{op}: label must be integer; got dtype {label.dtype}")
     valid = label != ignore_index
@@ -234,6 +246,15 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
 def mse_loss(input, label, reduction="mean", name=None):
     """(input - label) ** 2, reduced.
 
+    Args:
+      input: predictions.
+      label: targets, broadcastable to input.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> float(F.mse_loss(jnp.array([1.0, 3.0]), jnp.array([0.0, 0.0])))
       5.0
@@ -247,6 +268,13 @@ def mse_loss(input, label, reduction="mean", name=None):
 def square_error_cost(input, label):
     """Elementwise (input - label) ** 2.
 
+    Args:
+      input: predictions.
+      label: targets, broadcastable to input.
+
+    Returns:
+      The elementwise loss, shaped like the broadcast inputs.
+
     Example:
       >>> F.square_error_cost(jnp.array([2.0]), jnp.array([0.0])).tolist()
       [4.0]
@@ -258,6 +286,15 @@ def square_error_cost(input, label):
 @compiled("input", "label")
 def l1_loss(input, label, reduction="mean", name=None):
     """|input - label|, reduced.
+
+    Args:
+      input: predictions.
+      label: targets, broadcastable to input.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> float(F.l1_loss(jnp.array([1.0, -3.0]), jnp.array([0.0, 0.0])))
@@ -271,6 +308,17 @@ def l1_loss(input, label, reduction="mean", name=None):
 @compiled("input", "label")
 def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, name=None):
     """Huber loss: 0.5 r^2 for |r| <= delta, else delta (|r| - delta / 2); divided by delta if not is_huber.
+
+    Args:
+      input: predictions.
+      label: targets, broadcastable to input.
+      reduction: 'mean', 'sum' or 'none'.
+      delta: the quadratic-to-linear switch point.
+      is_huber: False divides the Huber loss by delta.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> float(F.smooth_l1_loss(jnp.array([0.5, 3.0]), jnp.array([0.0, 0.0])))
@@ -288,6 +336,16 @@ def smooth_l1_loss(input, label, reduction="mean", delta=1.0, is_huber=True, nam
 @compiled("input", "label", "weight")
 def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
     """-(y log p + (1 - y) log(1 - p)) on probabilities, logs clamped at -100 like Paddle.
+
+    Args:
+      input: probabilities in [0, 1].
+      label: targets, same shape.
+      weight: optional elementwise weight, broadcast against the loss.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> round(float(F.binary_cross_entropy(jnp.array([0.5]), jnp.array([1.0]))), 4)
@@ -339,6 +397,18 @@ def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean"
 def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, reduction="sum", name=None):
     """Focal loss on logits: alpha_t (1 - p_t)^gamma BCE, optionally divided by `normalizer`.
 
+    Args:
+      logit: logits.
+      label: 0/1 targets.
+      normalizer: optional divisor (e.g. number of positives).
+      alpha: positive-class weight.
+      gamma: focusing exponent.
+      reduction: 'sum' (default), 'mean' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> F.sigmoid_focal_loss(jnp.zeros(2), jnp.array([0.0, 1.0])).shape
       ()
@@ -359,6 +429,15 @@ def sigmoid_focal_loss(logit, label, normalizer=None, alpha=0.25, gamma=2.0, red
 @compiled("input", "label")
 def log_loss(input, label, epsilon=0.0001, name=None):
     """-y log(p + eps) - (1 - y) log(1 - p + eps), elementwise.
+
+    Args:
+      input: probabilities.
+      label: 0/1 targets, same shape.
+      epsilon: added inside the logs.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The elementwise loss, shaped like the broadcast inputs.
 
     Example:
       >>> F.log_loss(jnp.array([[0.5]]), jnp.array([[1.0]])).shape
@@ -404,6 +483,17 @@ def kl_div(input, label, reduction="mean", log_target=False, name=None):
 def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=None):
     """relu(-label * (input - other) + margin), reduced.
 
+    Args:
+      input: scores.
+      other: scores to rank against.
+      label: 1 / -1: which should rank higher.
+      margin: required score gap.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> float(F.margin_ranking_loss(jnp.array([1.0]), jnp.array([2.0]), jnp.array([1.0])))
       1.0
@@ -419,6 +509,15 @@ def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=
 def soft_margin_loss(input, label, reduction="mean", name=None):
     """log(1 + exp(-label * input)), reduced.
 
+    Args:
+      input: scores.
+      label: 1 / -1 targets.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> round(float(F.soft_margin_loss(jnp.array([0.0]), jnp.array([1.0]))), 4)
       0.6931
@@ -431,6 +530,16 @@ def soft_margin_loss(input, label, reduction="mean", name=None):
 @compiled("input", "label")
 def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
     """input where label == 1, relu(margin - input) where label == -1, reduced.
+
+    Args:
+      input: distances.
+      label: 1 / -1 targets.
+      margin: margin for label -1.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> float(F.hinge_embedding_loss(jnp.array([0.3, 0.2]), jnp.array([1.0, -1.0])))
@@ -445,6 +554,17 @@ def hinge_embedding_loss(input, label, margin=1.0, reduction="mean", name=None):
 @compiled("input1", "input2", "label")
 def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", name=None):
     """1 - cos(x1, x2) for label 1, relu(cos - margin) for label -1, reduced.
+
+    Args:
+      input1: [N, D] or [D].
+      input2: same shape as input1.
+      label: [N] of 1 / -1.
+      margin: margin for label -1.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> float(F.cosine_embedding_loss(jnp.ones((1, 2)), jnp.ones((1, 2)), jnp.array([1])))
@@ -467,6 +587,17 @@ def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", nam
 def pairwise_distance(x, y, p=2.0, epsilon=1e-06, keepdim=False, name=None):
     """p-norm of (x - y + epsilon) over the last axis.
 
+    Args:
+      x: [N, D] (or [D]).
+      y: same shape as x.
+      p: norm order.
+      epsilon: added to x - y.
+      keepdim: keep the reduced last dim.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The distances [N] (or [N, 1] with keepdim).
+
     Example:
       >>> round(float(F.pairwise_distance(jnp.array([3.0, 0.0]), jnp.array([0.0, 4.0]), epsilon=0.0)), 4)
       5.0
@@ -488,6 +619,20 @@ def pairwise_distance(x, y, p=2.0, epsilon=1e-06, keepdim=False, name=None):
 def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-06, swap=False, reduction="mean",
                         name=None):
     """relu(d(a, p) - d(a, n) + margin) with pairwise_distance d, reduced.
+
+    Args:
+      input: anchors [N, D].
+      positive: positives [N, D].
+      negative: negatives [N, D].
+      margin: required distance gap (>= 0).
+      p: norm order.
+      epsilon: added to differences.
+      swap: also use the positive-negative distance.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
 
     Example:
       >>> F.triplet_margin_loss(jnp.zeros((2, 3)), jnp.zeros((2, 3)), jnp.ones((2, 3))).shape
@@ -514,6 +659,18 @@ def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-0
 def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, reduction="mean", name=None):
     """Poisson negative log likelihood (optionally with the Stirling term).
 
+    Args:
+      input: rates (log-rates if log_input).
+      label: counts.
+      log_input: input is log-rate.
+      full: add the Stirling term.
+      epsilon: added inside log when not log_input.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss, reduced as `reduction` says.
+
     Example:
       >>> F.poisson_nll_loss(jnp.zeros(3), jnp.ones(3)).shape
       ()
@@ -534,6 +691,16 @@ def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-08, re
 @compiled("input", "label", "weight")
 def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None):
     """Per-sample mean over classes of the binary logistic loss, reduced over samples.
+
+    Args:
+      input: [N, C] logits.
+      label: [N, C] 0/1 targets.
+      weight: optional elementwise weight, broadcast against the loss.
+      reduction: 'mean', 'sum' or 'none'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The loss ([N] for reduction='none').
 
     Example:
       >>> F.multi_label_soft_margin_loss(jnp.zeros((2, 3)), jnp.ones((2, 3)), reduction="none").shape

@@ -361,6 +361,18 @@ def local_response_norm(x, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NC
     The channel window for channel c spans [c - size // 2, c + (size - 1) // 2],
     zero-padded, and is always divided by `size` (as Paddle does).
 
+    Args:
+      x: input of rank >= 3.
+      size: number of neighbouring channels.
+      alpha: scale.
+      beta: exponent.
+      k: additive constant.
+      data_format: 'NCL', 'NLC', 'NCHW', 'NHWC', 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x`.
+
     Example:
       >>> F.local_response_norm(jnp.ones((1, 4, 2, 2)), size=3).shape
       (1, 4, 2, 2)

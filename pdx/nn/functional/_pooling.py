@@ -143,7 +143,8 @@ def _max_pool(x, kernel_size, stride, padding, return_mask, ceil_mode, data_form
     x = array(x, op=op)
     axes, kernel, stride, pads, outs = _window_args(x, kernel_size, stride, padding, ceil_mode, data_format, n, op)
     if return_mask:
-        specs = tuple(("slide", x.shape[a], k, s, lo, o) for a, k, s, (lo, _), o in zip(axes, kernel, stride, pads, outs))
+        specs = tuple(("slide", x.shape[a], k, s, lo, o)
+                      for a, k, s, (lo, _), o in zip(axes, kernel, stride, pads, outs))
         return _max_pool_with_mask(x, axes, specs)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         return _reduce_windows(x, axes, kernel, stride, pads, outs, _lowest(x.dtype), jax.lax.max)
@@ -267,6 +268,19 @@ def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
                name=None):
     """3-D max pooling over [N, C, D, H, W] (or NDHWC).
 
+    Args:
+      x: [N, C, D, H, W] (or NDHWC) input.
+      kernel_size: window size: an int or one int per spatial dim.
+      stride: window step: an int or one int per spatial dim (default: kernel_size).
+      padding: an int, one int per spatial dim, before/after per dim, pairs incl. batch/channel, 'SAME' or 'VALID'.
+      return_mask: also return the int32 flat spatial index of each max.
+      ceil_mode: use ceil instead of floor for the output size.
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor (and int32 indices when return_mask).
+
     Example:
       >>> F.max_pool3d(jnp.ones((1, 1, 2, 4, 4)), 2).shape
       (1, 1, 1, 2, 2)
@@ -277,6 +291,18 @@ def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
 @compiled("x")
 def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
     """1-D average pooling over [N, C, L] (note Paddle's order: exclusive before ceil_mode).
+
+    Args:
+      x: [N, C, L] input.
+      kernel_size: window size: an int or one int per spatial dim.
+      stride: window step: an int or one int per spatial dim (default: kernel_size).
+      padding: an int, one int per spatial dim, before/after per dim, pairs incl. batch/channel, 'SAME' or 'VALID'.
+      exclusive: divide by the count of non-padding elements (True) or the clipped window size.
+      ceil_mode: use ceil instead of floor for the output size.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor.
 
     Example:
       >>> F.avg_pool1d(jnp.arange(4.0).reshape(1, 1, 4), 2).tolist()
@@ -314,6 +340,20 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
                data_format="NCDHW", name=None):
     """3-D average pooling over [N, C, D, H, W] (or NDHWC).
 
+    Args:
+      x: [N, C, D, H, W] (or NDHWC) input.
+      kernel_size: window size: an int or one int per spatial dim.
+      stride: window step: an int or one int per spatial dim (default: kernel_size).
+      padding: an int, one int per spatial dim, before/after per dim, pairs incl. batch/channel, 'SAME' or 'VALID'.
+      ceil_mode: use ceil instead of floor for the output size.
+      exclusive: divide by the count of non-padding elements (True) or the clipped window size.
+      divisor_override: if set, rescale averages by kernel_size / divisor_override (Paddle's rule).
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor.
+
     Example:
       >>> F.avg_pool3d(jnp.ones((1, 1, 2, 2, 2)), 2).shape
       (1, 1, 1, 1, 1)
@@ -326,6 +366,14 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
 def adaptive_avg_pool1d(x, output_size, name=None):
     """Average [N, C, L] into `output_size` bins.
 
+    Args:
+      x: [N, C, L] input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor.
+
     Example:
       >>> F.adaptive_avg_pool1d(jnp.arange(4.0).reshape(1, 1, 4), 2).tolist()
       [[[0.5, 2.5]]]
@@ -336,6 +384,15 @@ def adaptive_avg_pool1d(x, output_size, name=None):
 @compiled("x")
 def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
     """Average the H and W dims into `output_size` bins (an int or [oh, ow]; None keeps a dim).
+
+    Args:
+      x: [N, C, H, W] (or NHWC) input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor.
 
     Example:
       >>> F.adaptive_avg_pool2d(jnp.ones((1, 3, 7, 5)), 1).shape
@@ -348,6 +405,15 @@ def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
 def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
     """Average the D, H and W dims into `output_size` bins.
 
+    Args:
+      x: [N, C, D, H, W] (or NDHWC) input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      data_format: 'NCDHW' or 'NDHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor.
+
     Example:
       >>> F.adaptive_avg_pool3d(jnp.ones((1, 1, 4, 4, 4)), 2).shape
       (1, 1, 2, 2, 2)
@@ -358,6 +424,15 @@ def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
 @compiled("x")
 def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, L] over `output_size` bins.
+
+    Args:
+      x: [N, C, L] input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      return_mask: also return the int32 flat spatial index of each max.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor (and int32 indices when return_mask).
 
     Example:
       >>> F.adaptive_max_pool1d(jnp.arange(4.0).reshape(1, 1, 4), 2).tolist()
@@ -370,6 +445,15 @@ def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
 def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, H, W] over `output_size` bins (NCHW only, like Paddle).
 
+    Args:
+      x: [N, C, H, W] input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      return_mask: also return the int32 flat spatial index of each max.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor (and int32 indices when return_mask).
+
     Example:
       >>> F.adaptive_max_pool2d(jnp.ones((1, 3, 7, 5)), [2, 3]).shape
       (1, 3, 2, 3)
@@ -380,6 +464,15 @@ def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
 @compiled("x")
 def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
     """Max of [N, C, D, H, W] over `output_size` bins.
+
+    Args:
+      x: [N, C, D, H, W] input.
+      output_size: output spatial size: an int or one per spatial dim (None keeps that dim).
+      return_mask: also return the int32 flat spatial index of each max.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      The pooled tensor (and int32 indices when return_mask).
 
     Example:
       >>> F.adaptive_max_pool3d(jnp.ones((1, 1, 4, 4, 4)), 2).shape

@@ -17,6 +17,15 @@ def _factor(value, name, op):
 def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
     """[N, C * r^2, H, W] -> [N, C, H * r, W * r] (sub-pixel convolution's rearrangement).
 
+    Args:
+      x: [N, C * r^2, H, W] (or NHWC) input.
+      upscale_factor: r.
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      [N, C, H * r, W * r] (or NHWC).
+
     Example:
       >>> F.pixel_shuffle(jnp.ones((1, 8, 3, 3)), 2).shape
       (1, 2, 6, 6)
@@ -42,6 +51,15 @@ def pixel_shuffle(x, upscale_factor, data_format="NCHW", name=None):
 def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
     """[N, C, H * r, W * r] -> [N, C * r^2, H, W], the inverse of pixel_shuffle.
 
+    Args:
+      x: [N, C, H * r, W * r] (or NHWC) input.
+      downscale_factor: r.
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      [N, C * r^2, H, W] (or NHWC).
+
     Example:
       >>> F.pixel_unshuffle(jnp.ones((1, 2, 6, 6)), 2).shape
       (1, 8, 3, 3)
@@ -66,6 +84,15 @@ def pixel_unshuffle(x, downscale_factor, data_format="NCHW", name=None):
 @compiled("x")
 def channel_shuffle(x, groups, data_format="NCHW", name=None):
     """Interleave channels across `groups` (ShuffleNet): [g, C/g] channel order -> [C/g, g].
+
+    Args:
+      x: 4-D input.
+      groups: number of channel groups (divides C).
+      data_format: 'NCHW' or 'NHWC'.
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      A tensor like `x` with channels interleaved.
 
     Example:
       >>> F.channel_shuffle(jnp.arange(4.0).reshape(1, 4, 1, 1), 2).ravel().tolist()

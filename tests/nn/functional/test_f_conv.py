@@ -11,7 +11,8 @@ CONV2D = [
     {}, {"stride": 2}, {"stride": [2, 1]}, {"padding": 1}, {"padding": [1, 2]}, {"padding": [1, 0, 2, 1]},
     {"padding": [[0, 0], [0, 0], [1, 2], [0, 1]]}, {"padding": "SAME"}, {"padding": "same", "stride": 2},
     {"padding": "VALID"}, {"padding": "SAME", "dilation": 2}, {"dilation": 2, "padding": 2},
-    {"dilation": [1, 2], "stride": 2}, {"groups": 2}, {"groups": 4, "padding": 1}, {"groups": 2, "stride": 2, "dilation": 2},
+    {"dilation": [1, 2], "stride": 2}, {"groups": 2}, {"groups": 4, "padding": 1},
+    {"groups": 2, "stride": 2, "dilation": 2},
 ]
 
 

@@ -45,7 +45,8 @@ def test_cross_entropy_forward(oracle, rng, kind, kwargs):
     oracle.close(ours, ref, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind,kwargs", [("hard", {}), ("hard_ignored", {"weight": True}), ("hard", {"ignore_index": 2}),
+@pytest.mark.parametrize("kind,kwargs", [("hard", {}), ("hard_ignored", {"weight": True}),
+                                         ("hard", {"ignore_index": 2}),
                                          ("soft", {"soft_label": True}), ("hard", {"label_smoothing": 0.1})],
                          ids=str)
 def test_cross_entropy_gradients(oracle, rng, kind, kwargs):
@@ -80,7 +81,8 @@ def test_softmax_with_cross_entropy(oracle, rng):
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"reduction": "sum"}, {"reduction": "none"}, {"ignore_index": 1},
-                                    {"weight": True}, {"weight": True, "ignore_index": 0, "reduction": "none"}], ids=str)
+                                    {"weight": True}, {"weight": True, "ignore_index": 0, "reduction": "none"}],
+                         ids=str)
 def test_nll_loss(oracle, rng, kwargs):
     x = np.log(np.random.default_rng(1).dirichlet(np.ones(C), (N, 3))).transpose(0, 2, 1).astype(np.float32)
     y = rng.integers(0, C, (N, 3)).astype(np.int64)
@@ -141,7 +143,8 @@ def test_weighted_binary_losses_and_gradients(oracle, rng):
     pw = (rng.random(6) * 3).astype(np.float32)
     oracle.close(F.binary_cross_entropy_with_logits(jnp.asarray(a), jnp.asarray(b), jnp.asarray(w),
                                                     pos_weight=jnp.asarray(pw)),
-                 oracle.F.binary_cross_entropy_with_logits(oracle.t(a), oracle.t(b), oracle.t(w), pos_weight=oracle.t(pw)),
+                 oracle.F.binary_cross_entropy_with_logits(oracle.t(a), oracle.t(b), oracle.t(w),
+                                                           pos_weight=oracle.t(pw)),
                  atol=1e-6)
     p = (1 / (1 + np.exp(-a))).astype(np.float32)
     oracle.close(F.binary_cross_entropy(jnp.asarray(p), jnp.asarray(b), jnp.asarray(w), reduction="sum"),
@@ -160,7 +163,8 @@ def test_ranking_and_embedding_losses(oracle, rng):
     y = np.where(rng.random(6) > 0.5, 1, -1).astype(np.int64)
     yf = y.astype(np.float32)
     oracle.close(F.margin_ranking_loss(jnp.asarray(a[:, 0]), jnp.asarray(b[:, 0]), jnp.asarray(yf), margin=0.3),
-                 oracle.F.margin_ranking_loss(oracle.t(a[:, 0]), oracle.t(b[:, 0]), oracle.t(yf), margin=0.3), atol=1e-6)
+                 oracle.F.margin_ranking_loss(oracle.t(a[:, 0]), oracle.t(b[:, 0]), oracle.t(yf), margin=0.3),
+                 atol=1e-6)
     oracle.close(F.cosine_embedding_loss(jnp.asarray(a), jnp.asarray(b), jnp.asarray(y), margin=0.2),
                  oracle.F.cosine_embedding_loss(oracle.t(a), oracle.t(b), oracle.t(y), margin=0.2), atol=1e-6)
     for kw in ({}, {"p": 1, "swap": True, "reduction": "none"}):

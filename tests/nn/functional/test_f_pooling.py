@@ -8,8 +8,10 @@ import pdx.nn.functional as F
 
 POOL2D = [
     {"kernel_size": 2}, {"kernel_size": 3, "stride": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
-    {"kernel_size": 3, "stride": 2, "ceil_mode": True}, {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
-    {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0]}, {"kernel_size": 3, "stride": 2, "padding": [1, 0, 2, 1]},
+    {"kernel_size": 3, "stride": 2, "ceil_mode": True},
+    {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+    {"kernel_size": [3, 2], "stride": [2, 1], "padding": [1, 0]},
+    {"kernel_size": 3, "stride": 2, "padding": [1, 0, 2, 1]},
     {"kernel_size": 3, "stride": 2, "padding": "SAME"}, {"kernel_size": 2, "padding": "VALID"},
     {"kernel_size": 2, "padding": [[0, 0], [0, 0], [1, 0], [0, 1]]},
 ]
@@ -90,8 +92,8 @@ def test_pool1d_and_pool3d(oracle, rng):
 
 def test_pool_gradients(oracle, rng):
     x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
-    oracle.grads(lambda v: F.avg_pool2d(v, 3, 2, 1, ceil_mode=True), lambda v: oracle.F.avg_pool2d(v, 3, 2, 1, ceil_mode=True),
-                 [x], [0], rng)
+    oracle.grads(lambda v: F.avg_pool2d(v, 3, 2, 1, ceil_mode=True),
+                 lambda v: oracle.F.avg_pool2d(v, 3, 2, 1, ceil_mode=True), [x], [0], rng)
     # kernel 2 over H=7 leaves a trailing row unused (floor mode)
     oracle.grads(lambda v: F.max_pool2d(v, 2), lambda v: oracle.F.max_pool2d(v, 2), [x], [0], rng)
     oracle.grads(lambda v: F.adaptive_avg_pool2d(v, [3, 4]), lambda v: oracle.F.adaptive_avg_pool2d(v, [3, 4]),
