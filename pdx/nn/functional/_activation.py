@@ -78,8 +78,8 @@ def leaky_relu(x, negative_slope=0.01, name=None):
       A tensor like `x`.
 
     Example:
-      >>> F.leaky_relu(jnp.array([-1.0, 2.0]), 0.1).tolist()
-      [-0.1, 2.0]
+      >>> F.leaky_relu(jnp.array([-1.0, 2.0]), 0.5).tolist()
+      [-0.5, 2.0]
     """
     x = array(x, op="leaky_relu")
     return jnp.where(x >= 0, x, x * negative_slope)

@@ -705,8 +705,8 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
       The similarity, with `axis` removed.
 
     Example:
-      >>> float(F.cosine_similarity(jnp.array([[1.0, 0.0]]), jnp.array([[1.0, 0.0]])))
-      1.0
+      >>> F.cosine_similarity(jnp.array([[1.0, 0.0]]), jnp.array([[1.0, 0.0]])).tolist()
+      [1.0]
     """
     x1 = float_array(x1, op="cosine_similarity", name="x1")
     x2 = float_array(x2, op="cosine_similarity", name="x2")
@@ -737,8 +737,8 @@ def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
       The smoothed labels.
 
     Example:
-      >>> F.label_smooth(jnp.array([[0.0, 1.0]]), epsilon=0.2).tolist()
-      [[0.1, 0.9]]
+      >>> F.label_smooth(jnp.array([[0.0, 1.0]]), epsilon=0.5).tolist()
+      [[0.25, 0.75]]
     """
     if not 0 <= epsilon <= 1:
         raise error("label_smooth", f"epsilon must be in [0, 1]; got epsilon={epsilon}")
