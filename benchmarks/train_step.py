@@ -162,26 +162,36 @@ class Result:
 
 def round_robin(cases: dict, run_one: Callable, *, rounds: int, budget_s: float = math.inf,
                 min_rounds: int = 5) -> dict:
-    """Time every case once per round, in turn, so that all of them see the same
-    background load (a shared machine slows everything; interleaving keeps the
-    ratios honest even when absolute numbers move).
+    """Time every case once per round, in turn, reversing the order every other
+    round, so that the cases see the same background load and none always runs
+    right after another (a shared machine slows everything; interleaving keeps
+    the ratios honest even when absolute numbers move).
 
     Args:
       cases: {name: case}; `run_one(case)` runs and returns seconds taken.
       rounds: how many rounds at most.
-      budget_s: a case stops once it spent this long and has `min_rounds` timings.
+      budget_s: stop after `min_rounds` rounds once some case spent this long
+        (all cases keep the same number of timings).
 
     Returns:
       {name: [seconds per round]}.
     """
     times = {name: [] for name in cases}
-    for _ in range(rounds):
-        active = [n for n in cases if len(times[n]) < min_rounds or sum(times[n]) < budget_s]
-        if not active:
+    order = list(cases)
+    for i in range(rounds):
+        if i >= min_rounds and max(sum(t) for t in times.values()) > budget_s:
             break
-        for name in active:
+        for name in order if i % 2 == 0 else reversed(order):
             times[name].append(run_one(cases[name]))
     return times
+
+
+def settle() -> None:
+    """Let the thread pools of the eager frameworks go idle before timing other
+    work: OpenMP workers spin for a while after each parallel region (Intel
+    OpenMP's KMP_BLOCKTIME defaults to 200 ms), stealing cores from whatever
+    runs next."""
+    time.sleep(0.5)
 
 
 def _timed_calls(call: Callable[[], object], block: Callable[[object], object], calls: int) -> float:
@@ -684,7 +694,6 @@ def _pdx_step(model, opt, x, y, *, donate: bool):
 def pdx_gpt(cfg: GPTConfig, data, *, donate: bool):
     import jax.numpy as jnp
     import pdx
-    import pdx.optimizer  # noqa: F401  (explicit: older pdx trees do not import it in pdx/__init__)
 
     pdx.seed(0)
     model = _pdx_models(cfg, ResNetConfig(), "NCHW")[0]()
@@ -696,7 +705,6 @@ def pdx_gpt(cfg: GPTConfig, data, *, donate: bool):
 def pdx_resnet(cfg: ResNetConfig, data, *, donate: bool, data_format: str = "NCHW"):
     import jax.numpy as jnp
     import pdx
-    import pdx.optimizer  # noqa: F401  (explicit: older pdx trees do not import it in pdx/__init__)
 
     pdx.seed(0)
     model = _pdx_models(GPTConfig(), cfg, data_format)[1]()
@@ -777,7 +785,6 @@ def overhead_cases(cfg: MLPConfig, frameworks: tuple[str, ...], *, donate: bool)
 
     if "pdx" in frameworks:
         import pdx
-        import pdx.optimizer  # noqa: F401
         from pdx import nn
         from pdx.nn import functional as F
 
@@ -866,61 +873,87 @@ _RUNNERS = {
     ("gpt", "jax"): lambda a, d: jax_gpt(GPTConfig(), d, donate=a.donate),
     ("gpt", "torch"): lambda a, d: torch_gpt(GPTConfig(), d, a.threads),
     ("gpt", "paddle"): lambda a, d: paddle_gpt(GPTConfig(), d, a.threads),
-    ("resnet", "pdx"): lambda a, d: pdx_resnet(ResNetConfig(), d, donate=a.donate, data_format=a.pdx_format),
+    ("resnet", "pdx"): lambda a, d: pdx_resnet(ResNetConfig(), d, donate=a.donate, data_format="NCHW"),
+    ("resnet", "pdx-nhwc"): lambda a, d: pdx_resnet(ResNetConfig(), d, donate=a.donate, data_format="NHWC"),
     ("resnet", "jax"): lambda a, d: jax_resnet(ResNetConfig(), d, donate=a.donate),
     ("resnet", "torch"): lambda a, d: torch_resnet(ResNetConfig(), d, a.threads),
     ("resnet", "paddle"): lambda a, d: paddle_resnet(ResNetConfig(), d, a.threads),
 }
 
-_ORDER = ("jax", "pdx", "torch", "paddle")  # the baseline first
+# Timed together (interleaved): the JAX-based pair whose ratio has a target.
+# PyTorch and Paddle are timed alone, after them: their spinning OpenMP
+# workers would slow whatever is interleaved with them.
+_GROUPS = (("jax", "pdx", "pdx-nhwc"), ("torch",), ("paddle",))
+
+
+def _selected(bench: str, fw: str, args) -> bool:
+    if bench == "resnet" and fw.startswith("pdx"):
+        return "pdx" in args.frameworks and args.pdx_format in (("NCHW" if fw == "pdx" else "NHWC"), "both")
+    return fw in args.frameworks
 
 
 def run_training(bench: str, args) -> list[Result]:
     data = gpt_batch(GPTConfig()) if bench == "gpt" else resnet_batch(ResNetConfig())
     expected = expected_gpt_params(GPTConfig()) if bench == "gpt" else expected_resnet_params(ResNetConfig())
-    results, steps = {}, {}
-    for fw in (f for f in _ORDER if f in args.frameworks):
-        r = results[fw] = Result(bench, fw)
-        try:
-            step, r.params = _RUNNERS[bench, fw](args, data)
-            t0 = time.perf_counter()
-            r.first_loss = step()
-            first_s = time.perf_counter() - t0
-            for _ in range(args.warmup):
-                step()
-        except Exception as e:  # report it and go on with the other frameworks
-            r.error = f"{type(e).__name__}: {e}"
-            print(f"  {bench:7s} {fw:7s} FAILED {r.error}", flush=True)
+    results = []
+    for group in _GROUPS:
+        group = [fw for fw in group if (bench, fw) in _RUNNERS and _selected(bench, fw, args)]
+        if not group:
             continue
-        if fw in ("pdx", "jax"):
-            r.compile_s = first_s
-        steps[fw] = step
-        mismatch = "" if r.params == expected else f"   PARAMS {r.params:,} != expected {expected:,}"
-        print(f"  {bench:7s} {fw:7s} ready: {r.params:,} trainable params, first call {first_s:.1f} s, "
-              f"loss {r.first_loss:.4f}{mismatch}", flush=True)
+        settle()
+        steps = {}
+        for fw in group:
+            r = Result(bench, fw)
+            results.append(r)
+            try:
+                step, r.params = _RUNNERS[bench, fw](args, data)
+                t0 = time.perf_counter()
+                r.first_loss = step()
+                first_s = time.perf_counter() - t0
+                for _ in range(args.warmup):
+                    step()
+            except Exception as e:  # report it and go on with the other frameworks
+                r.error = f"{type(e).__name__}: {e}"
+                print(f"  {bench:7s} {fw:7s} FAILED {r.error}", flush=True)
+                continue
+            if fw != "torch" and fw != "paddle":
+                r.compile_s = first_s
+            steps[fw] = (r, step)
+            mismatch = "" if r.params == expected else f"   PARAMS {r.params:,} != expected {expected:,}"
+            print(f"  {bench:7s} {fw:7s} ready: {r.params:,} trainable params, first call {first_s:.1f} s, "
+                  f"loss {r.first_loss:.4f}{mismatch}", flush=True)
 
-    def run_one(fw: str) -> float:
-        t0 = time.perf_counter()
-        results[fw].last_loss = steps[fw]()
-        return time.perf_counter() - t0
+        def run_one(case) -> float:
+            r, step = case
+            t0 = time.perf_counter()
+            r.last_loss = step()
+            return time.perf_counter() - t0
 
-    for fw, ts in round_robin({fw: fw for fw in steps}, run_one, rounds=args.steps, budget_s=args.budget).items():
-        results[fw].times_s = ts
-        print(f"  {bench:7s} {fw:7s} {1e3 * results[fw].median:9.1f} ms/step (median of {len(ts)})", flush=True)
-    return list(results.values())
+        for fw, ts in round_robin(steps, run_one, rounds=args.steps, budget_s=args.budget).items():
+            r = steps[fw][0]
+            r.times_s = ts
+            print(f"  {bench:7s} {fw:7s} {1e3 * r.median:9.1f} ms/step (median of {len(ts)})", flush=True)
+    return results
 
 
 def run_overhead(args) -> list[Result]:
     cases = overhead_cases(MLPConfig(), args.frameworks, donate=args.donate)
-    for call, block in cases.values():  # compile / warm up
-        block(call())
-        _timed_calls(call, block, min(args.calls, 200))
-    times = round_robin(cases, lambda case: _timed_calls(*case, args.calls), rounds=args.rounds)
     results = []
-    for (kind, name), ts in times.items():
-        r = Result(f"mlp-{kind}", name, unit="us", times_s=ts)
-        print(f"  mlp-{kind:7s} {name:8s} {1e6 * r.median:9.1f} us/call", flush=True)
-        results.append(r)
+    for group in _GROUPS:
+        names = {"jax": ("jax.jit", "nnx.jit"), "pdx": ("pdx.jit",)}
+        members = {key: case for key, case in cases.items()
+                   if any(key[1] == n or key[1] in names.get(n, ()) for n in group)}
+        if not members:
+            continue
+        settle()
+        for call, block in members.values():  # compile / warm up
+            block(call())
+            _timed_calls(call, block, min(args.calls, 200))
+        times = round_robin(members, lambda case: _timed_calls(*case, args.calls), rounds=args.rounds)
+        for (kind, name), ts in times.items():
+            r = Result(f"mlp-{kind}", name, unit="us", times_s=ts)
+            print(f"  mlp-{kind:7s} {name:8s} {1e6 * r.median:9.1f} us/call", flush=True)
+            results.append(r)
     return results
 
 
@@ -950,6 +983,7 @@ def report(results: list[Result]) -> str:
             f"{'' if ratio is None else f'{ratio:.2f}'} | {loss} |")
     lines.append("")
     targets = [("gpt", "pdx", "jax", TARGET_VS_JAX), ("resnet", "pdx", "jax", TARGET_VS_JAX),
+               ("resnet", "pdx-nhwc", "jax", TARGET_VS_JAX),
                ("mlp-forward", "pdx.jit", "jax.jit", TARGET_OVERHEAD),
                ("mlp-train", "pdx.jit", "jax.jit", None)]
     for bench, num, den, target in targets:
@@ -959,7 +993,7 @@ def report(results: list[Result]) -> str:
         verdict = "" if target is None else f" (target <= {target}: {'met' if ratio <= target else 'MISSED'})"
         extra = [f"{num} / {other} = {q:.2f}" for other in ("torch", "paddle", "nnx.jit")
                  if (q := _ratio(results, bench, num, other)) is not None]
-        lines.append(f"- {bench}: {num} / {den} = {ratio:.2f}{verdict}" + ("; " + ", ".join(extra) if extra else ""))
+        lines.append(f"- {bench}: {num} / {den} = {ratio:.3f}{verdict}" + ("; " + ", ".join(extra) if extra else ""))
     return "\n".join(lines)
 
 
@@ -997,15 +1031,17 @@ def parse_args(argv=None):
     p.add_argument("--steps", type=int, default=20, help="timed steps per framework (default 20)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps after the first call (default 2)")
     p.add_argument("--budget", type=float, default=40.0,
-                   help="stop timing a framework after this many seconds once 5 steps are in (default 40)")
-    p.add_argument("--rounds", type=int, default=5, help="overhead: rounds (default 5)")
+                   help="stop timing a group (jax+pdx, torch, paddle) once 5 steps are in and one of "
+                        "them spent this many seconds (default 40)")
+    p.add_argument("--rounds", type=int, default=10, help="overhead: rounds (default 10)")
     p.add_argument("--calls", type=int, default=2000, help="overhead: calls per round (default 2000)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
                    help="intra-op threads for torch and paddle (default: all cores, as XLA uses)")
     p.add_argument("--donate", action="store_true",
                    help="donate state buffers: pdx.jit(donate_state=True) and jax.jit(donate_argnums=...)")
-    p.add_argument("--pdx-format", default="NCHW", choices=("NCHW", "NHWC"),
-                   help="pdx ResNet data_format (default NCHW, Paddle's; flax's modules are NHWC)")
+    p.add_argument("--pdx-format", default="both", choices=("NCHW", "NHWC", "both"),
+                   help="pdx ResNet data_format: NCHW (Paddle's default, row 'pdx'), NHWC (flax's layout, "
+                        "row 'pdx-nhwc') or both (default)")
     args = p.parse_args(argv)
     args.only = tuple(s.strip() for s in args.only.split(",") if s.strip())
     args.frameworks = tuple(s.strip() for s in args.frameworks.split(",") if s.strip())
@@ -1018,7 +1054,8 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")  # paddle's import-time chatter would bury the table
-    print(f"train_step.py {' '.join(sys.argv[1:])}\n", flush=True)
+    start_load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"train_step.py {' '.join(sys.argv[1:])}  (load average at start: {start_load})\n", flush=True)
     results = []
     for bench in args.only:
         print(f"[{bench}]", flush=True)
