@@ -23,7 +23,7 @@ torch and pdx / paddle. Benchmarks:
             `nnx.jit` for reference), and a full tiny train step
 
 Usage:
-  python benchmarks/train_step.py                      # everything (~5-10 min on 2 cores)
+  python benchmarks/train_step.py                      # everything (~5 min on an idle 2-core CPU)
   python benchmarks/train_step.py --only gpt --frameworks pdx,jax --steps 10
 """
 
@@ -687,8 +687,11 @@ def _pdx_step(model, opt, x, y, *, donate: bool):
     def run() -> float:
         return float(jax.block_until_ready(train_step(model, opt, x, y)))
 
-    trainable = [p for p in model.parameters() if p.get_metadata().get("trainable", True)]
-    return run, sum(int(p.get_value().size) for p in trainable)
+    def trainable(p) -> bool:  # what pdx.value_and_grad differentiates
+        meta = p.get_metadata()
+        return meta.get("trainable", True) and not meta.get("stop_gradient", False)
+
+    return run, sum(int(p.get_value().size) for p in model.parameters() if trainable(p))
 
 
 def pdx_gpt(cfg: GPTConfig, data, *, donate: bool):
