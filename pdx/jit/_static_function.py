@@ -122,6 +122,16 @@ def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
 
 _GraphNode = nnx.Pytree
 _CONTAINERS = (list, tuple, dict)
+_NODE, _CONTAINER, _OTHER = "node", "container", "other"
+_KINDS: dict[type, str] = {}
+
+
+def _classify(cls: type) -> str:
+    """Cache what an argument type is: isinstance on nnx's ABC-based classes
+    costs more than a dict lookup on every call."""
+    kind = _NODE if issubclass(cls, _GraphNode) else _CONTAINER if issubclass(cls, _CONTAINERS) else _OTHER
+    _KINDS[cls] = kind
+    return kind
 _raw_value = operator.attrgetter("_raw_value")
 
 
@@ -187,7 +197,8 @@ class StaticFunction:
         layout = None
         static_pos = self._static_pos
         for i, a in enumerate(args):
-            if isinstance(a, _GraphNode):
+            kind = _KINDS.get(type(a)) or _classify(type(a))
+            if kind is _NODE:
                 layout = layout or [None] * len(args)
                 layout[i] = ("g", len(objs))
                 objs.append(a)
@@ -196,7 +207,7 @@ class StaticFunction:
                 layout = layout or [None] * len(args)
                 layout[i] = ("s", a)
                 dyn_args[i] = None
-            elif isinstance(a, _CONTAINERS):
+            elif kind is _CONTAINER:
                 _reject_nested_state(a, f"argument {i}", self.__name__)
         dyn_kwargs = kwargs
         kw_layout = ()
@@ -218,8 +229,8 @@ class StaticFunction:
             free = self._free_refs = _free_graph_refs(self.dygraph_function)
         for holder, name in free:
             obj = holder[name] if name is not None else holder.cell_contents
-            if isinstance(obj, _GraphNode) and obj not in objs:  # nnx objects compare by identity
-                objs.append(obj)
+            if (_KINDS.get(type(obj)) or _classify(type(obj))) is _NODE and obj not in objs:
+                objs.append(obj)  # (nnx objects compare by identity)
         graph = self._graph
         if graph is None or graph.epoch != _layer._structure["epoch"] or graph.objs != objs:
             graph = self._graph = Graph(objs, _layer._structure["epoch"], self._graph_ids)
@@ -232,11 +243,10 @@ class StaticFunction:
         if self._input_spec is not None:
             check_inputs(self._input_spec, args, fn=self.__name__)
         graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        # Read by _traced when this call traces; left in place afterwards (the
+        # graph holds the same objects) because resetting costs per-call time.
         self._current, self._objs = graph, objs
-        try:
-            out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
-        finally:
-            self._current, self._objs = None, ()
+        out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
         if updates:
             graph.write(updates)
             graph.epoch = _layer._structure["epoch"]  # a first trace may build helper layers
