@@ -141,6 +141,16 @@ def _reject_nested_state(container, where: str, fn: str) -> None:
         raise TypeError(_NESTED_STATE.format(fn=fn, where=where))
 
 
+def _plan_holds(plan: tuple, args: tuple) -> bool:
+    for i, obj in plan[2]:
+        if args[i] is not obj:
+            return False
+    for holder, name, obj in plan[5]:
+        if (holder[name] if name is not None else holder.cell_contents) is not obj:
+            return False
+    return True
+
+
 def _is_library(func) -> bool:
     module = getattr(func, "__module__", None) or ""
     return module.split(".")[0] in ("pdx", "jax", "flax", "optax", "numpy")
@@ -177,7 +187,7 @@ class StaticFunction:
         self._graph: Graph | None = None
         self._graph_ids: dict = {}
         self._current: Graph | None = None
-        self._objs: tuple = ()
+        self._plan: tuple | None = None
         self._jitted = jax.jit(self._traced, static_argnums=(0,),
                                donate_argnums=(1,) if donate_state else (), backend=backend)
 
@@ -242,25 +252,43 @@ class StaticFunction:
             return self.dygraph_function(*args, **kwargs)
         if self._input_spec is not None:
             check_inputs(self._input_spec, args, fn=self.__name__)
-        graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        plan = self._plan
+        if (plan is not None and not kwargs and plan[0] == _layer._structure["epoch"]
+                and plan[1] == tuple(map(type, args)) and _plan_holds(plan, args)):
+            graph, static, dyn_args = plan[3], plan[4], list(args)
+            for i, _ in plan[2]:
+                dyn_args[i] = None
+            dyn_kwargs = kwargs
+        else:
+            graph, _, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+            self._plan = self._make_plan(args, kwargs, graph, static)
         # Read by _traced when this call traces; left in place afterwards (the
         # graph holds the same objects) because resetting costs per-call time.
-        self._current, self._objs = graph, objs
+        self._current = graph
         out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
         if updates:
             graph.write(updates)
             graph.epoch = _layer._structure["epoch"]  # a first trace may build helper layers
         return out
 
+    def _make_plan(self, args, kwargs, graph: Graph, static) -> tuple | None:
+        """A call plan for the fast path: valid while the structure epoch, the
+        argument types, the Layer/optimizer arguments and every free reference
+        are the same objects as now. Calls with keyword arguments, static
+        arguments or containers always take the full path."""
+        types = tuple(map(type, args))
+        if kwargs or self._static_pos or any(_KINDS.get(t) is _CONTAINER for t in types):
+            return None
+        nodes = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _NODE)
+        free = tuple((holder, name, holder[name] if name is not None else holder.cell_contents)
+                     for holder, name in self._free_refs)
+        return (graph.epoch, types, nodes, graph, static, free)
+
     def lower(self, *args, **kwargs):
         """`jax.stages.Lowered` for these inputs (StableHLO via `.as_text()`)."""
-        graph, objs, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
-        values = graph.values()
-        self._current, self._objs = graph, objs
-        try:
-            return self._jitted.lower(static, values, dyn_args, dyn_kwargs)
-        finally:
-            self._current, self._objs = None, ()
+        graph, _, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        self._current = graph
+        return self._jitted.lower(static, graph.values(), dyn_args, dyn_kwargs)
 
     def cache_size(self) -> int:
         """How many times the function was traced (one per input signature)."""
@@ -269,7 +297,8 @@ class StaticFunction:
     # -- the traced body ----------------------------------------------------------------
     def _traced(self, static, values, dyn_args, dyn_kwargs):
         _, layout, kw_layout = static
-        graph, objs = self._current, self._objs
+        graph = self._current
+        objs = graph.objs
         args = []
         for slot, a in zip(layout or [None] * len(dyn_args), dyn_args):
             if slot is None:

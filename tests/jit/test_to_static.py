@@ -232,3 +232,27 @@ def test_donate_state_keeps_results():
     np.testing.assert_allclose(a, b)
     assert int(net.calls[...]) == 2
     np.testing.assert_allclose(net.weight[...].shape, (2, 2))
+
+
+def test_call_plan_follows_rebound_globals_and_new_objects():
+    global _REBOUND
+    first, second = Affine(2, 2), Affine(2, 2)
+    second.weight.set_value(first.weight[...] * 3.0)
+    _REBOUND = first
+    f = pdx.jit(lambda x: _REBOUND(x))
+    g = pdx.jit(lambda m, x: m(x))
+    x = jnp.ones((1, 2))
+    np.testing.assert_allclose(f(x), first(x))
+    _REBOUND = second  # same type, different object: must not reuse the old plan's state
+    np.testing.assert_allclose(f(x), second(x), rtol=1e-6)
+    np.testing.assert_allclose(g(first, x), first(x), rtol=1e-6)
+    np.testing.assert_allclose(g(second, x), second(x), rtol=1e-6)
+    np.testing.assert_allclose(g(first, x), first(x), rtol=1e-6)
+    calls_before = int(second.calls[...])
+    g(second, x)
+    assert int(second.calls[...]) == calls_before + 1
+    with pytest.raises(TypeError, match="its own argument"):
+        g([first], x)  # a container argument never takes the cached fast path
+
+
+_REBOUND = None
