@@ -171,7 +171,6 @@ class StaticFunction:
         functools.update_wrapper(self, function)
         self.dygraph_function = function
         self._input_spec = list(input_spec) if input_spec is not None else None
-        self._full_graph = full_graph
         self._donate_state = donate_state
         self._static_argnames = tuple(static_argnames)
         try:
