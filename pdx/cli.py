@@ -2,18 +2,42 @@
 
     pdx --version          print the pdx version
     pdx env                versions of pdx and its engines, and the visible devices
+    pdx ckpt ...           inspect, verify, convert and prune checkpoints
+    pdx export ...         export a model to a StableHLO artifact (XLA, IREE targets)
+    pdx serve ...          serve an exported artifact over HTTP
+    pdx launch ...         start a multi-process job on jax.distributed
 
-Later subcommands (checkpoints, export, serving, launch) plug in as
-`pdx <command> ...` through `_COMMANDS`.
+Each subcommand lives in the subpackage it belongs to, as a module with
+`configure(parser)`: it adds its arguments (or its own sub-subcommands) and
+sets `func`, which takes the parsed namespace and returns the exit code.
+Only the module of the command being run is imported, so `pdx --version`
+stays fast. Exit codes: 0 ok, 1 the command ran and found a failure,
+2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
+import importlib.util
 import sys
 
 __all__ = ["main"]
+
+# name -> (module with configure(parser), one-line help)
+_COMMANDS = {
+    "env": ("pdx.cli", "show versions and devices"),
+    "ckpt": ("pdx.checkpoint._cli", "list, inspect, verify, convert, reshard, diff, average, prune checkpoints"),
+    "export": ("pdx.export._cli", "export a model to a StableHLO artifact"),
+    "serve": ("pdx.export._serve_cli", "serve an exported artifact over HTTP"),
+    "launch": ("pdx.parallel._launch", "start N processes of a script on jax.distributed"),
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """`pdx env`: no arguments."""
+    parser.set_defaults(func=_env)
 
 
 def _env(args: argparse.Namespace) -> int:
@@ -33,22 +57,33 @@ def _env(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {
-    "env": (_env, "show versions and devices"),
-}
+def _available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="pdx", description="pdx: Paddle-style deep learning on JAX/XLA")
     parser.add_argument("--version", action="version",
                         version=f"pdx {importlib.metadata.version('pdx')}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (fn, help_text) in _COMMANDS.items():
-        sub.add_parser(name, help=help_text).set_defaults(func=fn)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in _COMMANDS.items():
+        if not _available(module):
+            continue
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            importlib.import_module(module).configure(command_parser)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    if not hasattr(args, "func"):  # a command group given without its subcommand
+        sub.choices[args.command].print_help()
+        return 2
     return args.func(args)
 
 
