@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 PACKAGES = ["pdx", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
-            "pdx.optimizer.lr", "pdx.jit", "pdx.static", "pdx.regularizer"]
+            "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

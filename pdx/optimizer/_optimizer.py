@@ -374,15 +374,16 @@ class Optimizer(nnx.Pytree):
             shape = tuple(by_name[name].get_value().shape)
             if tuple(g.shape) != shape:
                 raise ValueError(f"{cls}.step: the gradient of {name!r} has shape {tuple(g.shape)} but the parameter has shape {shape}")
-            grads[name] = g.astype(params[name].dtype)
+            grads[name] = _keep_sharding(by_name[name], g.astype(params[name].dtype), _GRAD_SHARDING)
         state = jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
         new_params, state = self._apply(params, grads, state, self._current_lr())
-        jax.tree.map(lambda v, x: v.set_value(x), self._opt_state, state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+        jax.tree.map(lambda v, x: v.set_value(_keep_sharding(v, x)), self._opt_state, state,
+                     is_leaf=lambda x: isinstance(x, nnx.Variable))
         for name, new in new_params.items():
             var = by_name[name]
             if name in self._master:
-                self._master[name].set_value(new)
-            var.set_value(new.astype(var.get_value().dtype))
+                self._master[name].set_value(_keep_sharding(self._master[name], new))
+            var.set_value(_keep_sharding(var, new.astype(var.get_value().dtype)))
 
     def _match_grads(self, grads) -> dict:
         cls = type(self).__name__
@@ -538,6 +539,17 @@ class Optimizer(nnx.Pytree):
     def __repr__(self) -> str:
         lr = type(self._lr_scheduler).__name__ if self._lr_scheduler is not None else self.get_lr()
         return f"{type(self).__name__}(learning_rate={lr}, parameters={len(self._names)})"
+
+
+# Placements recorded on Variables by pdx.parallel.shard. Constraining the new
+# values to them inside a compiled step is what keeps ZeRO state sharded and
+# turns the gradient all-reduce into a reduce-scatter (stage >= 2).
+_SHARDING, _GRAD_SHARDING = "pdx_sharding", "pdx_grad_sharding"
+
+
+def _keep_sharding(var, value, key: str = _SHARDING):
+    sharding = var.get_metadata().get(key)
+    return value if sharding is None else jax.lax.with_sharding_constraint(value, sharding)
 
 
 def _sharding_metadata(param) -> dict:

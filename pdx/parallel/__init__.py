@@ -1,0 +1,28 @@
+"""pdx.parallel: Paddle's hybrid parallelism as sharding over one device mesh.
+
+    HybridConfig        dp x pp x sharding x sep x mp degrees -> jax.sharding.Mesh
+    default_rules       logical axis name -> mesh axis
+    shard               place a Layer / optimizer by logical names and ZeRO stage
+    constrain, use_mesh constrain activations by logical names inside a step
+    named_sharding      the NamedSharding for an input batch
+    logical_to_spec, zero_spec   the rules as functions
+    collectives, collective_summary   collectives in a compiled step's HLO
+"""
+
+from pdx.parallel._config import HybridConfig, default_rules
+from pdx.parallel._hlo import Collective, collective_summary, collectives
+from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
+
+__all__ = [
+    "Collective",
+    "HybridConfig",
+    "collective_summary",
+    "collectives",
+    "constrain",
+    "default_rules",
+    "logical_to_spec",
+    "named_sharding",
+    "shard",
+    "use_mesh",
+    "zero_spec",
+]

@@ -1,0 +1,203 @@
+"""Placing Layers, optimizers and activations on a HybridConfig's mesh.
+
+Every parameter carries logical axis names (pdx.nn.axes); the config's rules
+turn them into a PartitionSpec, and the ZeRO stage adds the "sharding" mesh
+axis to optimizer state (stage >= 1), gradients (stage >= 2) and parameters
+(stage 3). The chosen `NamedSharding` is recorded on each Variable
+(`pdx_sharding`, and `pdx_grad_sharding` on parameters) so the optimizer's
+step keeps new values where they belong inside a compiled step (the
+constraint is what makes XLA emit reduce-scatters and all-gathers).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from pdx.parallel._config import HybridConfig
+
+SHARDING_KEY = "pdx_sharding"
+GRAD_SHARDING_KEY = "pdx_grad_sharding"
+_MESH_STACK: list[tuple[Mesh, HybridConfig]] = []
+
+
+def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
+    """PartitionSpec for an array of `shape` whose dims have `logical_names`.
+
+    A mesh axis is used at most once per array (the first dimension that asks
+    for it wins), size-1 mesh axes are dropped, and a dimension whose size is
+    not divisible by its mesh axes stays replicated.
+
+    Example:
+      >>> import jax, pdx
+      >>> mesh = pdx.parallel.HybridConfig(mp_degree=2).mesh(jax.devices()[:2])
+      >>> pdx.parallel.logical_to_spec(("embed", "mlp"), (8, 16), mesh, pdx.parallel.default_rules())
+      PartitionSpec(None, 'mp')
+    """
+    names = tuple(logical_names) if logical_names is not None else (None,) * len(shape)
+    if len(names) != len(shape):
+        raise ValueError(f"logical names {names} do not match the array's rank {len(shape)} (shape {tuple(shape)})")
+    used: set[str] = set()
+    out = []
+    for size, name in zip(shape, names):
+        target = rules.get(name) if name is not None else None
+        wanted = (target,) if isinstance(target, str) else tuple(target or ())
+        kept = [a for a in wanted if a not in used and mesh.shape.get(a, 1) > 1]
+        while kept and size % math.prod(mesh.shape[a] for a in kept):
+            kept.pop()
+        used.update(kept)
+        out.append(None if not kept else kept[0] if len(kept) == 1 else tuple(kept))
+    return PartitionSpec(*out)
+
+
+def zero_spec(spec: PartitionSpec, shape, mesh: Mesh) -> PartitionSpec:
+    """`spec` with the ZeRO "sharding" axis added on the largest free dimension it divides."""
+    degree = mesh.shape.get("sharding", 1)
+    entries = list(spec) + [None] * (len(shape) - len(spec))
+    flat = [a for e in entries for a in ((e,) if isinstance(e, str) else (e or ()))]
+    if degree == 1 or "sharding" in flat:
+        return PartitionSpec(*entries)
+    free = [i for i, e in enumerate(entries) if e is None and shape[i] % degree == 0]
+    if not free:
+        return PartitionSpec(*entries)
+    dim = max(free, key=lambda i: shape[i])
+    entries[dim] = "sharding"
+    return PartitionSpec(*entries)
+
+
+def _logical_names(var: nnx.Variable):
+    meta = var.get_metadata()
+    names = meta.get("sharding_names", meta.get("out_sharding"))
+    return tuple(names) if names is not None else None
+
+
+def _variables(obj):
+    """Every nnx.Variable reachable from obj, once."""
+    seen, out = set(), []
+    for _, node in nnx.iter_graph(obj):
+        if isinstance(node, nnx.Variable) and id(node) not in seen:
+            seen.add(id(node))
+            out.append(node)
+    return out
+
+
+def _place(var: nnx.Variable, sharding: NamedSharding, grad_sharding: NamedSharding | None = None) -> None:
+    var.set_metadata(SHARDING_KEY, sharding)
+    if grad_sharding is not None:
+        var.set_metadata(GRAD_SHARDING_KEY, grad_sharding)
+    var.set_value(jax.device_put(var.get_value(), sharding))
+
+
+def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
+    """Place a Layer, an optimizer (or a list of them) on `config`'s mesh, in place.
+
+    Parameters and buffers follow their logical axis names through the
+    config's rules; optimizer state (moments, master weights) is also split
+    over the ZeRO "sharding" axis at stage >= 1, gradients at stage >= 2
+    (reduce-scatter instead of all-reduce), parameters at stage 3 (FSDP).
+    Shard the model before the optimizer or together with it.
+
+    Args:
+      target: a `pdx.nn.Layer`, a pdx optimizer, or a list/tuple of them.
+      config: the HybridConfig.
+      mesh: the mesh to use (default `config.mesh()`).
+
+    Returns:
+      `target`, placed.
+
+    Example:
+      >>> import pdx
+      >>> net = pdx.nn.Linear(8, 16)
+      >>> cfg = pdx.parallel.HybridConfig(mp_degree=2)
+      >>> _ = pdx.parallel.shard(net, cfg)
+      >>> net.weight.get_value().sharding.spec
+      PartitionSpec(None, 'mp')
+    """
+    from pdx.nn._layer import _structure
+    from pdx.optimizer._optimizer import Optimizer
+
+    if not isinstance(config, HybridConfig):
+        raise TypeError(f"shard: config must be a pdx.parallel.HybridConfig; got {type(config).__name__}")
+    mesh = config.mesh() if mesh is None else mesh
+    rules = config.axis_rules()
+    stage = config.sharding_stage
+    objs = list(target) if isinstance(target, (list, tuple)) else [target]
+    for obj in objs:
+        if not isinstance(obj, (nnx.Module, Optimizer)):
+            raise TypeError(f"shard: expected a pdx.nn.Layer or a pdx optimizer; got {type(obj).__name__}. "
+                            "Place plain arrays with jax.device_put(x, pdx.parallel.named_sharding(...))")
+        for var in _variables(obj):
+            value = var.get_value()
+            if not hasattr(value, "shape"):
+                continue
+            shape = tuple(value.shape)
+            spec = logical_to_spec(_logical_names(var), shape, mesh, rules)
+            if isinstance(var, nnx.OptArray):  # optimizer moments and master weights
+                _place(var, NamedSharding(mesh, zero_spec(spec, shape, mesh)))
+            elif isinstance(var, nnx.Param):
+                param_spec = zero_spec(spec, shape, mesh) if stage == 3 else spec
+                grad_spec = zero_spec(spec, shape, mesh) if stage >= 2 else param_spec
+                _place(var, NamedSharding(mesh, param_spec), NamedSharding(mesh, grad_spec))
+            else:
+                _place(var, NamedSharding(mesh, spec))
+    _structure["epoch"] += 1  # compiled steps re-read the placement
+    return target
+
+
+def keep_sharding(var: nnx.Variable, value, key: str = SHARDING_KEY):
+    """`value` constrained to the sharding recorded on `var` by `shard` (unchanged if none)."""
+    sharding = var.get_metadata().get(key)
+    if sharding is None:
+        return value
+    return jax.lax.with_sharding_constraint(value, sharding)
+
+
+class _MeshScope:
+    def __init__(self, mesh, config):
+        self._entry = (mesh, config)
+
+    def __enter__(self):
+        _MESH_STACK.append(self._entry)
+        return self._entry[0]
+
+    def __exit__(self, *exc):
+        _MESH_STACK.remove(self._entry)
+        return False
+
+
+def use_mesh(config: HybridConfig, mesh: Mesh | None = None) -> _MeshScope:
+    """Context manager making `config` (and its mesh) the one `constrain` uses.
+
+    Example:
+      >>> import pdx, jax.numpy as jnp
+      >>> cfg = pdx.parallel.HybridConfig()
+      >>> with pdx.parallel.use_mesh(cfg):
+      ...     y = pdx.parallel.constrain(jnp.ones((8, 4)), ("batch", "embed"))
+      >>> y.shape
+      (8, 4)
+    """
+    return _MeshScope(config.mesh() if mesh is None else mesh, config)
+
+
+def constrain(x, logical_names):
+    """Constrain an activation's sharding by logical names (no-op outside `use_mesh`).
+
+    Example: `h = pdx.parallel.constrain(h, ("batch", "seq", "embed"))`.
+    """
+    if not _MESH_STACK:
+        return x
+    mesh, config = _MESH_STACK[-1]
+    spec = logical_to_spec(logical_names, x.shape, mesh, config.axis_rules())
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def named_sharding(logical_names, shape, config: HybridConfig, mesh: Mesh | None = None) -> NamedSharding:
+    """The NamedSharding an array of `shape` with `logical_names` gets under `config`.
+
+    Example: `jax.device_put(batch, named_sharding(("batch", None), batch.shape, cfg))`.
+    """
+    mesh = config.mesh() if mesh is None else mesh
+    return NamedSharding(mesh, logical_to_spec(logical_names, shape, mesh, config.axis_rules()))
