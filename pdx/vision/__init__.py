@@ -5,4 +5,6 @@
     pdx.vision.transforms   numpy transforms run in data-loader workers
 """
 
-__all__: list[str] = []
+from pdx.vision import models
+
+__all__: list[str] = ["models"]
