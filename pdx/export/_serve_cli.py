@@ -1,0 +1,76 @@
+"""`pdx serve ARTIFACT`: serve an exported artifact over HTTP (see pdx/export/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+
+from pdx.export import _server
+
+__all__ = ["configure"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add `pdx serve`'s arguments to `parser` and set `func`."""
+    parser.add_argument("artifact", help="artifact directory written by pdx export / pdx.export.export "
+                                         "(a local path; URLs are refused)")
+    parser.add_argument("--host", default=_server.DEFAULT_HOST,
+                        help="interface to bind (default %(default)s; 0.0.0.0 exposes the unauthenticated "
+                             "server to the network)")
+    parser.add_argument("--port", type=int, default=_server.DEFAULT_PORT,
+                        help="TCP port (default %(default)s; 0 picks a free one and prints it)")
+    parser.add_argument("--name", default=None, help="model name in the URL (default: the artifact's name)")
+    parser.add_argument("--runtime", choices=("xla", "iree"), default="xla", help="runtime (default %(default)s)")
+    parser.add_argument("--max-batch-size", type=int, default=_server.DEFAULT_MAX_BATCH_SIZE,
+                        help="most rows per batch; 1 turns dynamic batching off (default %(default)s)")
+    parser.add_argument("--batch-timeout-ms", type=float, default=_server.DEFAULT_BATCH_TIMEOUT_MS,
+                        help="how long a batch waits to fill (default %(default)s)")
+    parser.add_argument("--max-queue", type=int, default=_server.DEFAULT_MAX_QUEUE,
+                        help="most requests waiting; more get HTTP 503 (default %(default)s)")
+    parser.add_argument("--max-body-bytes", type=int, default=_server.DEFAULT_MAX_BODY_BYTES,
+                        help="largest request body; larger get HTTP 413 (default %(default)s)")
+    parser.add_argument("--timeout-s", type=float, default=_server.DEFAULT_TIMEOUT_S,
+                        help="per-request limit on queueing plus inference; HTTP 504 beyond (default %(default)s)")
+    parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                        help="server log level (default %(default)s)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the server until interrupted; 0 on a clean stop, 1 if the model fails to load, 2 on bad usage."""
+    try:
+        _server.reject_url(args.artifact)
+    except ValueError as e:
+        return _fail(str(e), 2)
+    if not os.path.isdir(args.artifact):
+        what = "is a file, not an artifact directory" if os.path.exists(args.artifact) else "does not exist"
+        return _fail(f"pdx serve: {args.artifact!r} {what}; pass the directory pdx export wrote", 2)
+    if not _is_loopback(args.host):
+        print(f"pdx serve: warning: binding {args.host} makes the server reachable from other machines; "
+              "it has no authentication", file=sys.stderr)
+    options = dict(name=args.name, runtime=args.runtime, max_batch_size=args.max_batch_size,
+                   batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
+                   max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s)
+    try:
+        _server.serve(args.artifact, host=args.host, port=args.port, log_level=args.log_level, **options)
+    except ValueError as e:
+        return _fail(str(e), 2)
+    except RuntimeError as e:
+        return _fail(str(e), 1)
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _fail(message: str, code: int) -> int:
+    print(message.splitlines()[0] if message else "pdx serve: failed", file=sys.stderr)
+    return code
