@@ -1,0 +1,26 @@
+"""pdx.export: StableHLO artifacts and the runtimes that run them.
+
+`export` traces a Layer or function through `pdx.jit` and writes an artifact
+directory (StableHLO program, safetensors parameters, manifest with sha256
+sums, one `.vmfb` per IREE target); `load` returns a `Predictor` running it
+on XLA or IREE. `pdx.jit.save` / `pdx.jit.load` are the Paddle-named entry
+points (`load` gives a fine-tunable `TranslatedLayer`).
+
+Example:
+    >>> import pdx, tempfile
+    >>> net = pdx.nn.Linear(4, 2)
+    >>> path = pdx.export.export(net, tempfile.mkdtemp() + "/net", [pdx.jit.InputSpec([None, 4], "float32", "x")])
+    >>> predictor = pdx.export.load(path)
+    >>> predictor.name, predictor(pdx.ones([3, 4])).shape
+    ('linear', (3, 2))
+"""
+
+from pdx.export._artifact import ArtifactError
+from pdx.export._client import Client, ServerError
+from pdx.export._export import TARGETS, export
+from pdx.export._runtime import Predictor, load
+from pdx.export._server import create_app, serve
+from pdx.export._translated import TranslatedLayer
+
+__all__ = ["ArtifactError", "Predictor", "TARGETS", "TranslatedLayer", "export", "load"]
+__all__ += ["Client", "ServerError", "create_app", "serve"]

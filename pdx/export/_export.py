@@ -1,0 +1,293 @@
+"""`pdx.export.export`: trace a Layer or function once and write an artifact.
+
+The model is traced through `pdx.jit` (a `StaticFunction`, so whatever
+pdx.jit does to user code — control-flow conversion included — applies)
+into a pure function of explicit parameters:
+
+    program(params: tuple of arrays, *inputs) -> outputs
+
+`params` are the Layers' parameters and buffers in `state_dict()` order
+(names in the manifest); `jax.export` lowers it to StableHLO with a
+symbolic dim for every `None` in the input specs. The parameters go to
+`params.safetensors`, the serialized `Exported` to `program.jaxexport`, and
+each IREE target gets a `.vmfb` compiled from the same program with static
+shapes.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import importlib.metadata
+import inspect
+import pathlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+from jax import export as jax_export
+
+from pdx._graph import Graph, is_graph_node, run_with_values
+from pdx.export import _artifact
+from pdx.export._iree import IREE_TARGETS, compile_vmfb
+from pdx.jit._input_spec import InputSpec
+from pdx.jit._static_function import StaticFunction, _free_graph_refs
+from pdx.nn import _layer
+
+__all__ = ["BATCH", "TARGETS", "export", "export_program"]
+
+BATCH = "batch"  # the symbol of a `None` leading dim, shared by all inputs
+TARGETS = ("xla",) + tuple(IREE_TARGETS)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_OP = re.compile(r"(?:=|^)\s*\"?((?:stablehlo|chlo)\.[a-z_]+)", re.MULTILINE)
+
+
+def _dim_symbol(axis: int) -> str:
+    # Dynamic dims at the same axis share a symbol across inputs (ids and mask of
+    # one batch have the same length); the check at call time enforces it.
+    return BATCH if axis == 0 else f"dim{axis}"
+
+
+def _as_spec(spec, i: int, default_name: str) -> InputSpec:
+    if isinstance(spec, InputSpec):
+        out = spec
+    elif isinstance(spec, jax.ShapeDtypeStruct) or hasattr(spec, "shape") and hasattr(spec, "dtype"):
+        out = InputSpec(tuple(spec.shape), spec.dtype)  # an example array: static shape
+    else:
+        raise TypeError(f"export: input_spec[{i}] must be a pdx.jit.InputSpec (or an example array); "
+                        f"got {type(spec).__name__}")
+    return InputSpec(out.shape, out.dtype, out.name or default_name)
+
+
+class _Traced:
+    """A Layer/function as `program(params, *inputs)` plus its named parameters."""
+
+    def __init__(self, layer_or_fn):
+        if isinstance(layer_or_fn, _layer.Layer):
+            layer = layer_or_fn
+            static = _layer._static_layers.get(layer) or StaticFunction(type(layer).forward)
+            self.call = functools.partial(static, layer)
+            self.name = type(layer).__name__.lower()
+            self.arg_names = _positional_names(type(layer).forward)[1:]
+            named = [("", layer)]
+        elif callable(layer_or_fn):
+            static = layer_or_fn if isinstance(layer_or_fn, StaticFunction) else StaticFunction(layer_or_fn)
+            fn = static.dygraph_function
+            self.call = static
+            self.name = getattr(fn, "__name__", "model").strip("<>") or "model"
+            self.arg_names = _positional_names(fn)
+            named = _reachable_objects(fn)
+        else:
+            raise TypeError(f"export: layer_or_fn must be a pdx.nn.Layer or a function; got "
+                            f"{type(layer_or_fn).__name__}")
+        self.graph = Graph([obj for _, obj in named])
+        slot = {id(v): i for i, v in enumerate(self.graph.variables)}
+        self.params: list[tuple[str, object, int]] = []  # (state_dict name, Variable, graph slot)
+        seen: set[int] = set()
+        for prefix, obj in named:
+            if not isinstance(obj, _layer.Layer):
+                continue  # optimizers etc.: their state is baked into the program as constants
+            for name, var in list(obj.named_parameters()) + list(obj.named_buffers()):
+                if id(var) not in seen:
+                    seen.add(id(var))
+                    self.params.append((f"{prefix}.{name}" if prefix else name, var, slot[id(var)]))
+
+    def program(self, params, *inputs):
+        values = self.graph.values()
+        for (_, _, slot), value in zip(self.params, params):
+            values[slot] = value
+        out, _ = run_with_values(self.graph, values, self.call, *inputs)
+        return out
+
+
+def _positional_names(fn) -> list[str]:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _reachable_objects(fn) -> list[tuple[str, object]]:
+    """(name prefix, Layer/optimizer) for the objects `fn` reaches: a bound
+    method's self (no prefix), closure variables and module globals (their name)."""
+    named = []
+    if inspect.ismethod(fn) and is_graph_node(fn.__self__):
+        named.append(("", fn.__self__))
+    cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), getattr(fn, "__closure__", None) or ()))
+    cell_names = {id(cell): name for name, cell in cells.items()}
+    for i, (holder, name) in enumerate(_free_graph_refs(fn)):
+        obj = holder[name] if name is not None else holder.cell_contents
+        prefix = name if name is not None else cell_names.get(id(holder), f"obj{i}")
+        if not any(obj is o for _, o in named):
+            named.append((prefix, obj))
+    return named
+
+
+def _json_dims(shape) -> list:
+    return [d if isinstance(d, int) else str(d) for d in shape]
+
+
+def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str]):
+    """Trace and export; returns (traced, specs, Exported).
+
+    The Exported's arguments are `(params tuple, *inputs)`.
+    """
+    traced = _Traced(layer_or_fn)
+    names = traced.arg_names
+    specs = [_as_spec(s, i, names[i] if i < len(names) else f"input_{i}") for i, s in enumerate(input_spec)]
+    if len({s.name for s in specs}) != len(specs):
+        raise ValueError(f"export: input names must be unique; got {[s.name for s in specs]}")
+    scope = jax_export.SymbolicScope()
+    structs = []
+    for s in specs:
+        dims = ", ".join(_dim_symbol(a) if d is None else str(d) for a, d in enumerate(s.shape))
+        shape = jax_export.symbolic_shape(dims, scope=scope) if dims else ()
+        structs.append(jax.ShapeDtypeStruct(shape, s.dtype))
+    param_structs = tuple(jax.ShapeDtypeStruct(v.get_value().shape, v.get_value().dtype) for _, v, _ in traced.params)
+    try:
+        exported = jax_export.export(jax.jit(traced.program), platforms=tuple(platforms))(param_structs, *structs)
+    except Exception as e:  # noqa: BLE001 - re-raised with the context a user needs
+        if len(platforms) > 1 and "platform" in str(e).lower():
+            raise RuntimeError(f"export: lowering for platforms={tuple(platforms)} failed ({e}); "
+                               "export for fewer platforms, e.g. platforms=('cpu',)") from e
+        raise
+    return traced, specs, exported
+
+
+def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("xla",), *,
+           name: str | None = None, output_names: Sequence[str] | None = None,
+           platforms: Sequence[str] = ("cpu", "cuda"), iree_dims: Mapping[str, int] | None = None,
+           iree_batch_split: bool = False, differentiable: bool = True) -> pathlib.Path:
+    """Export a Layer or function to a StableHLO artifact directory.
+
+    Args:
+      layer_or_fn: a `pdx.nn.Layer` (its forward is exported; call `.eval()`
+        first for inference — the mode at export time is baked in) or a
+        function of arrays (Layers it reaches through closures or globals
+        become parameters, named `<variable>.<state_dict name>`).
+      path: the artifact directory (created; an existing artifact is replaced).
+      input_spec: one `pdx.jit.InputSpec` per input (or an example array).
+        `None` dims become symbolic: a leading `None` is the dim `batch`,
+        shared by all inputs; `None` at axis k is `dimk`, also shared.
+      targets: "xla" (always written) and any of "iree-llvm-cpu" (this
+        host), "iree-arm64-android", "iree-arm64-linux", "iree-vulkan".
+      name: the model name (default: the Layer's class or the function's
+        name, lower-cased for Layers).
+      output_names: names for the flattened outputs (default "output" or
+        "output_0", "output_1", ...; a dict output uses its keys).
+      platforms: XLA platforms the program is lowered for.
+      iree_dims: sizes for the dynamic dims in IREE targets, which need
+        static shapes (default {"batch": 1}): IREE does not compile the
+        dynamic reshapes of a symbolic program, so IREE modules are
+        specialized and the manifest records the sizes.
+      iree_batch_split: promise that the rows of a batch are independent
+        (true of inference models in eval mode, false of e.g. a function
+        that sums over the batch): the IREE runtime then accepts any batch
+        size and runs it in chunks of `iree_dims["batch"]`. Without it, IREE
+        inputs must have exactly the specialized shapes.
+      differentiable: also serialize the backward pass, so `pdx.jit.load`
+        can fine-tune the parameters.
+
+    Returns:
+      The artifact directory as a `pathlib.Path`.
+
+    Example:
+      >>> import pdx, tempfile
+      >>> net = pdx.nn.Linear(4, 2)
+      >>> d = pdx.export.export(net, tempfile.mkdtemp() + "/linear", [pdx.jit.InputSpec([None, 4])])
+      >>> pdx.export.load(d)(pdx.ones([3, 4])).shape
+      (3, 2)
+    """
+    targets = tuple(dict.fromkeys(("xla",) + tuple(targets)))
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        raise ValueError(f"export: unknown target(s) {unknown}; choose from {list(TARGETS)}")
+    if name is not None and not _NAME.match(name):
+        raise ValueError(f"export: name={name!r} must be 1-128 letters, digits, '_', '.' or '-' "
+                         "(it becomes part of the serving URL)")
+    if isinstance(input_spec, (InputSpec, jax.ShapeDtypeStruct)):
+        input_spec = [input_spec]
+    traced, specs, exported = export_program(layer_or_fn, input_spec, platforms=platforms)
+    mlir = exported.mlir_module()
+
+    out_avals = exported.out_avals
+    if output_names is None:
+        keys = _dict_keys(exported.out_tree)
+        output_names = keys or (["output"] if len(out_avals) == 1 else [f"output_{i}" for i in range(len(out_avals))])
+    output_names = [str(n) for n in output_names]
+    if len(output_names) != len(out_avals):
+        raise ValueError(f"export: output_names has {len(output_names)} names but the model returns "
+                         f"{len(out_avals)} arrays")
+
+    params = {n: np.asarray(v.get_value()) for n, v, _ in traced.params}
+    files = {_artifact.PROGRAM: bytes(exported.serialize(vjp_order=1 if differentiable else 0)),
+             _artifact.PARAMS: _artifact.save_params(params)}
+    manifest_targets = {"xla": {"file": _artifact.PROGRAM, "platforms": list(exported.platforms)}}
+    iree = [t for t in targets if t != "xla"]
+    if iree:
+        dims = _iree_dims(specs, iree_dims)
+        static = [jax.ShapeDtypeStruct(tuple(dims[_dim_symbol(a)] if d is None else d for a, d in enumerate(s.shape)),
+                                       s.dtype) for s in specs]
+        param_structs = tuple(jax.ShapeDtypeStruct(p.shape, p.dtype) for p in params.values())
+        static_mlir = jax_export.export(jax.jit(traced.program), platforms=("cpu",))(param_structs, *static).mlir_module()
+        for target in iree:
+            backend, flags, _ = IREE_TARGETS[target]
+            file = f"{target}.vmfb"
+            files[file] = compile_vmfb(static_mlir, target)
+            manifest_targets[target] = {"file": file, "backend": backend, "flags": list(flags), "dims": dims,
+                                        "input_shapes": [list(s.shape) for s in static],
+                                        "batch_split": bool(iree_batch_split) and _batch_leading(specs, exported)}
+
+    manifest = {
+        "name": name or traced.name,
+        "versions": {dist: importlib.metadata.version(dist) for dist in ("pdx", "jax", "jaxlib")},
+        "inputs": [_artifact.spec_to_json(s.name, _json_dims(_symbolic(s)), s.dtype) for s in specs],
+        "outputs": [_artifact.spec_to_json(n, _json_dims(a.shape), a.dtype) for n, a in zip(output_names, out_avals)],
+        "params": [{"name": n, "shape": list(np.shape(params[n])), "dtype": np.asarray(params[n]).dtype.name,
+                    "kind": "buffer" if isinstance(v, _layer.Buffer) else "parameter",
+                    "trainable": bool(v.get_metadata().get("trainable", True)) and not isinstance(v, _layer.Buffer)}
+                   for n, v, _ in traced.params],
+        "program": {"file": _artifact.PROGRAM, "vjp_order": 1 if differentiable else 0,
+                    "stablehlo_chars": len(mlir), "ops": _op_histogram(mlir)},
+        "targets": manifest_targets,
+    }
+    return _artifact.write_artifact(path, manifest, files)
+
+
+def _symbolic(spec: InputSpec) -> tuple:
+    return tuple(_dim_symbol(a) if d is None else d for a, d in enumerate(spec.shape))
+
+
+def _batch_leading(specs: Sequence[InputSpec], exported) -> bool:
+    """Every input and output has the dynamic batch dim first (needed to split a batch)."""
+    return (bool(specs) and all(s.shape[:1] == (None,) for s in specs)
+            and all(a.shape and str(a.shape[0]) == BATCH for a in exported.out_avals))
+
+
+def _dict_keys(tree) -> list[str] | None:
+    """Output names from a dict output (flattening order), else None."""
+    example = jax.tree.unflatten(tree, list(range(tree.num_leaves)))
+    if isinstance(example, dict):
+        paths = jax.tree_util.tree_flatten_with_path(example)[0]
+        return [".".join(str(getattr(k, "key", k)) for k in p) for p, _ in paths]
+    return None
+
+
+def _iree_dims(specs: Sequence[InputSpec], given: Mapping[str, int] | None) -> dict[str, int]:
+    dims = {BATCH: 1, **(dict(given) if given else {})}
+    needed = sorted({_dim_symbol(a) for s in specs for a, d in enumerate(s.shape) if d is None})
+    missing = [d for d in needed if d not in dims]
+    if missing:
+        raise ValueError(f"export: IREE targets need static shapes; give sizes for the dynamic dims "
+                         f"{missing} with iree_dims={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
+    bad = {k: v for k, v in dims.items() if not isinstance(v, int) or v < 1}
+    if bad:
+        raise ValueError(f"export: iree_dims={dict(given)} must map dim names to ints >= 1; bad: {bad}")
+    return {k: dims[k] for k in needed}
+
+
+def _op_histogram(mlir: str) -> dict[str, int]:
+    counts = collections.Counter(_OP.findall(mlir))
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

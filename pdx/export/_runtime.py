@@ -1,0 +1,175 @@
+"""`pdx.export.load`: open a verified artifact and run it on XLA or IREE.
+
+    read_artifact (manifest + sha256 of every file)  ->  Artifact
+    Artifact -> Predictor(runtime="xla")   jax.export.deserialize, one jitted call
+             -> Predictor(runtime="iree")  the host .vmfb in the IREE runtime
+             -> TranslatedLayer            (pdx.jit.load, see _translated.py)
+
+Both runtimes validate inputs the same way (`_validate.check_arrays`).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax import export as jax_export
+
+from pdx.export import _artifact
+from pdx.export._artifact import ArtifactError
+from pdx.export._iree import IREE_TARGETS, IreeModule
+from pdx.export._validate import Signature, check_arrays
+
+__all__ = ["Artifact", "Predictor", "load"]
+
+RUNTIMES = ("xla", "iree")
+
+
+class Artifact:
+    """A verified artifact in memory: manifest, parameters, file bytes."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.manifest, self.files = _artifact.read_artifact(path)
+        try:
+            m = self.manifest
+            self.name = str(m["name"])
+            self.inputs = list(m["inputs"])
+            self.outputs = list(m["outputs"])
+            self.param_meta = list(m["params"])
+            self.targets = dict(m["targets"])
+            self.signature = Signature(self.inputs)
+            self.input_specs = tuple(_artifact.spec_from_json(e) for e in self.inputs)
+            self.output_names = tuple(str(e["name"]) for e in self.outputs)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ArtifactError(f"{self.path}: manifest.json is missing or has a malformed entry ({e!r}); "
+                                "re-export the model with this version of pdx") from None
+        where = f"{self.path}/{_artifact.PARAMS}"
+        params = _artifact.load_params(self.files[_artifact.PARAMS], where)
+        for meta in self.param_meta:
+            value = params.get(meta["name"])
+            if value is None or list(value.shape) != meta["shape"] or value.dtype.name != meta["dtype"]:
+                got = None if value is None else f"{value.dtype.name}{list(value.shape)}"
+                raise ArtifactError(f"{where}: parameter {meta['name']!r} is {got}, manifest says "
+                                    f"{meta['dtype']}{meta['shape']}; re-export the model")
+        self.params = [params[meta["name"]] for meta in self.param_meta]
+
+    def exported(self) -> jax_export.Exported:
+        """Deserialize the StableHLO program (its bytes were verified on open)."""
+        try:
+            return jax_export.deserialize(bytearray(self.files[_artifact.PROGRAM]))
+        except Exception as e:  # noqa: BLE001 - a verified file from another jax version
+            versions = self.manifest.get("versions", {})
+            raise ArtifactError(f"{self.path}/{_artifact.PROGRAM} could not be deserialized by jax "
+                                f"{jax.__version__} (exported with jax {versions.get('jax')}): {e}; "
+                                "re-export the model with the installed jax") from None
+
+
+class Predictor:
+    """A callable over numpy arrays for one artifact and runtime.
+
+    Attributes:
+      name: the model name from the manifest.
+      input_specs: tuple of `pdx.jit.InputSpec` (None marks a dynamic dim).
+      output_names: tuple of output names.
+      runtime: "xla" or "iree".
+
+    An IREE module has static shapes (recorded in the manifest): its
+    `input_specs` are those shapes, or keep a `None` batch dim when the
+    artifact was exported with `iree_batch_split=True` (any batch size is
+    then run in chunks of the specialized size).
+      manifest: the artifact's manifest dict.
+    """
+
+    def __init__(self, artifact: Artifact, runtime: str, target: str | None = None):
+        self.name = artifact.name
+        self.input_specs = artifact.input_specs
+        self.output_names = artifact.output_names
+        self.runtime = runtime
+        self.manifest = artifact.manifest
+        self._sig = artifact.signature
+        self._fn_name = f"{self.name} ({runtime})"
+        if runtime == "xla":
+            exported = artifact.exported()
+            params = tuple(jax.device_put(p) for p in artifact.params)
+            call = jax.jit(exported.call)
+            self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]
+            return
+        target = target or "iree-llvm-cpu"
+        if target not in artifact.targets:
+            raise ValueError(f"load: the artifact has no {target!r} target (it has {sorted(artifact.targets)}); "
+                             f"export it with targets=[..., {target!r}]")
+        if not IREE_TARGETS[target][2]:
+            raise ValueError(f"load: target {target!r} is compiled for another device; it cannot run on "
+                             "this host (use 'iree-llvm-cpu' here, or copy the .vmfb to the device)")
+        info = artifact.targets[target]
+        self._module = IreeModule(artifact.files[info["file"]], artifact.params)
+        self._iree_dims = dict(info["dims"])
+        static = [dict(e, shape=s) for e, s in zip(artifact.inputs, info["input_shapes"])]
+        self._static = Signature(static)
+        self._chunked = bool(info.get("batch_split"))
+        if not self._chunked:  # the module takes exactly the shapes it was specialized to
+            self._sig = self._static
+            self._fn_name = (f"{self.name} (iree module specialized to static shapes; export with "
+                             "iree_dims=... or iree_batch_split=True for other batch sizes)")
+            self.input_specs = tuple(_artifact.spec_from_json(e) for e in static)
+        self._run = self._run_iree
+
+    def check_inputs(self, *arrays) -> list[np.ndarray]:
+        """Validate inputs against the manifest and return them as numpy arrays.
+
+        Arrays must have the declared dtype; nested lists/scalars (decoded
+        JSON) are converted to it. Raises ValueError naming the input with
+        expected vs got (arity, dtype, rank, static dims, dynamic dims >= 1
+        and equal across inputs).
+        """
+        return check_arrays(self._sig, arrays, fn=self._fn_name, convert=True)
+
+    def __call__(self, *arrays):
+        """Run the model: one numpy array, or a tuple for several outputs."""
+        outs = self._run(self.check_inputs(*arrays))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _run_iree(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        if not self._chunked:
+            return self._module(*arrays)
+        # The module is specialized to `batch` rows: run chunks, pad the last one.
+        k, n = self._iree_dims["batch"], arrays[0].shape[0]
+        pieces = []
+        for start in range(0, n, k):
+            chunk = [a[start:start + k] for a in arrays]
+            rows = chunk[0].shape[0]
+            if rows < k:
+                chunk = [np.concatenate([c, np.zeros((k - rows,) + c.shape[1:], c.dtype)]) for c in chunk]
+            chunk = check_arrays(self._static, chunk, fn=f"{self._fn_name} static shapes", convert=True)
+            pieces.append([o[:rows] for o in self._module(*chunk)])
+        return [np.concatenate(parts) for parts in zip(*pieces)]
+
+
+def load(path, runtime: str = "xla", *, target: str | None = None) -> Predictor:
+    """Load an exported artifact for inference.
+
+    Checks the manifest and the sha256 of every file before deserializing
+    anything.
+
+    Args:
+      path: the artifact directory written by `pdx.export.export` / `pdx.jit.save`.
+      runtime: "xla" (the StableHLO program on XLA, any batch size) or
+        "iree" (an IREE `.vmfb` on the IREE runtime).
+      target: for runtime="iree", the IREE target to run (default "iree-llvm-cpu").
+
+    Returns:
+      A `Predictor`: `predictor(*arrays)` returns numpy arrays.
+
+    Raises:
+      ArtifactError: missing, truncated or corrupted artifact.
+
+    Example:
+      >>> predictor = pdx.export.load("artifacts/lenet")           # doctest: +SKIP
+      >>> predictor(np.zeros((2, 1, 28, 28), np.float32)).shape    # doctest: +SKIP
+      (2, 10)
+    """
+    if runtime not in RUNTIMES:
+        raise ValueError(f"load: runtime={runtime!r} must be one of {RUNTIMES}")
+    if target is not None and runtime != "iree":
+        raise ValueError(f"load: target={target!r} applies to runtime='iree' only")
+    return Predictor(Artifact(path), runtime, target)

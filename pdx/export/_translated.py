@@ -1,0 +1,159 @@
+"""`TranslatedLayer`, `pdx.jit.save` and `pdx.jit.load` (Paddle's `paddle.jit` deployment API).
+
+A TranslatedLayer holds the artifact's parameters as its own `nnx.Param` /
+`Buffer` Variables, under the same `state_dict()` names as the exported
+model, and runs the deserialized StableHLO program with them as arguments.
+The program carries its backward pass (exported with `differentiable=True`,
+the default), so `pdx.grad` w.r.t. the layer's parameters works and the
+layer can be fine-tuned, eagerly or inside `pdx.jit`.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import nnx
+
+from pdx.export._artifact import ArtifactError
+from pdx.export._export import export
+from pdx.export._runtime import Artifact
+from pdx.export._validate import check_arrays
+from pdx.nn import _layer
+
+__all__ = ["TranslatedLayer", "load", "save"]
+
+
+class _Program:
+    """The deserialized program; compared by identity so a Layer's structure
+    (which includes this static attribute) stays hashable."""
+
+    def __init__(self, exported, artifact: Artifact):
+        self.exported = exported
+        self.signature = artifact.signature
+        self.vjp_order = int(artifact.manifest["program"].get("vjp_order", 0))
+
+
+class _Scope(_layer.Layer):
+    """A namespace level of dotted parameter names ("features.0.weight")."""
+
+    def forward(self, *inputs):
+        raise TypeError("this is a parameter namespace of a TranslatedLayer; call the TranslatedLayer")
+
+
+class TranslatedLayer(_layer.Layer):
+    """A Layer loaded from an exported artifact (Paddle's `paddle.jit.TranslatedLayer`).
+
+    Create it with `pdx.jit.load(path)`. Differences from the exported Layer:
+    the program is fixed — train()/eval() do not change it (export in the
+    mode you want, normally eval()) — and inputs must match the exported
+    InputSpecs (ValueError otherwise).
+
+    Attributes:
+      name: the model name from the manifest.
+      input_specs: tuple of `pdx.jit.InputSpec`.
+      output_names: tuple of output names.
+    """
+
+    def __init__(self, artifact: Artifact):
+        super().__init__()
+        self._program = _Program(artifact.exported(), artifact)
+        self.name = artifact.name
+        self.input_specs = artifact.input_specs
+        self.output_names = artifact.output_names
+        self._param_names = tuple(m["name"] for m in artifact.param_meta)
+        for meta, value in zip(artifact.param_meta, artifact.params):
+            value = jnp.asarray(value)
+            if meta.get("kind") == "buffer":
+                var = _layer.Buffer(value, persistable=True)
+            elif meta.get("trainable", True):
+                var = nnx.Param(value)
+            else:
+                var = nnx.Param(value, trainable=False)
+            self._place(meta["name"], var)
+
+    def _place(self, dotted: str, var) -> None:
+        *scopes, leaf = dotted.split(".")
+        node = self
+        for part in scopes:
+            child = vars(node).get(part)
+            if not isinstance(child, _Scope):
+                _check_free(node, part, dotted)
+                child = _Scope()
+                setattr(node, part, child)
+            node = child
+        _check_free(node, leaf, dotted)
+        setattr(node, leaf, var)
+
+    def _lookup(self, dotted: str):
+        node = self
+        for part in dotted.split("."):
+            node = getattr(node, part)
+        return node
+
+    def forward(self, *inputs):
+        check_arrays(self._program.signature, inputs, fn=f"TranslatedLayer({self.name})", convert=False)
+        params = tuple(self._lookup(n).get_value() for n in self._param_names)
+        return self._program.exported.call(params, *inputs)
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}, inputs={list(self.input_specs)}"
+
+
+def _check_free(node, attr: str, dotted: str) -> None:
+    if attr in vars(node) and not isinstance(vars(node)[attr], _Scope):
+        raise ArtifactError(f"parameter name {dotted!r} collides with another parameter; re-export the model")
+    if attr not in vars(node) and hasattr(type(node), attr):
+        raise ArtifactError(f"parameter name {dotted!r} collides with the Layer attribute {attr!r}; "
+                            "rename that parameter in the model and re-export")
+
+
+def save(layer, path, input_spec=None, **configs):
+    """Save a Layer or function for inference and fine-tuning (Paddle's `paddle.jit.save`).
+
+    `pdx.export.export` with the XLA target: StableHLO program, safetensors
+    parameters and manifest in the directory `path` (Paddle writes
+    `path.pdmodel` / `path.pdiparams` files; pdx writes one directory).
+
+    Args:
+      layer: a `pdx.nn.Layer` or a function (a `pdx.jit` StaticFunction too).
+      path: the artifact directory.
+      input_spec: a list of `pdx.jit.InputSpec`; may be omitted when the
+        layer/function was decorated with `pdx.jit.to_static(input_spec=...)`.
+      **configs: passed to `pdx.export.export` (name, output_names, platforms, ...).
+
+    Returns:
+      The artifact directory as a `pathlib.Path`.
+
+    Example:
+      >>> import pdx, tempfile
+      >>> net = pdx.nn.Linear(4, 2)
+      >>> path = pdx.jit.save(net, tempfile.mkdtemp() + "/net", [pdx.jit.InputSpec([None, 4], "float32", "x")])
+      >>> pdx.jit.load(path)(pdx.ones([2, 4])).shape
+      (2, 2)
+    """
+    if input_spec is None:
+        static = _layer._static_layers.get(layer) if isinstance(layer, _layer.Layer) else layer
+        input_spec = getattr(static, "_input_spec", None)
+        if input_spec is None:
+            raise ValueError("pdx.jit.save: input_spec is required (e.g. [pdx.jit.InputSpec([None, 3, 224, 224], "
+                             "'float32', 'image')]) unless the layer was decorated with "
+                             "pdx.jit.to_static(input_spec=...)")
+    if "targets" in configs:
+        raise TypeError("pdx.jit.save writes the XLA target only; use pdx.export.export(..., targets=[...]) "
+                        "for IREE targets")
+    return export(layer, path, input_spec, **configs)
+
+
+def load(path, **configs) -> TranslatedLayer:
+    """Load an artifact as a fine-tunable `TranslatedLayer` (Paddle's `paddle.jit.load`).
+
+    The manifest and every file's sha256 are checked before anything is
+    deserialized (`pdx.export.ArtifactError` otherwise).
+
+    Args:
+      path: the artifact directory written by `pdx.jit.save` / `pdx.export.export`.
+      **configs: accepted for Paddle compatibility; none are used.
+
+    Returns:
+      A `TranslatedLayer` with the artifact's parameters.
+    """
+    return TranslatedLayer(Artifact(path))
