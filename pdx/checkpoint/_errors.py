@@ -1,0 +1,52 @@
+"""Typed checkpoint errors: each names the directory or file and the fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointCorruptError",
+    "CheckpointIncompleteError",
+    "CheckpointNotFoundError",
+    "CheckpointSaveError",
+    "CheckpointTopologyError",
+]
+
+
+class CheckpointError(Exception):
+    """Base class of every pdx checkpoint error."""
+
+
+class CheckpointCorruptError(CheckpointError):
+    """A stored file does not match the checkpoint's manifest (bit rot, truncation, tampering).
+
+    Attributes:
+      path: the file (or step directory) that failed the check.
+    """
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = path
+
+
+class CheckpointIncompleteError(CheckpointError):
+    """The step was never committed (the save was interrupted or failed)."""
+
+
+class CheckpointNotFoundError(CheckpointError):
+    """No committed checkpoint at the requested directory or step."""
+
+
+class CheckpointSaveError(CheckpointError):
+    """An earlier (asynchronous) save failed; that step was not committed.
+
+    Attributes:
+      step: the step whose save failed.
+    """
+
+    def __init__(self, message: str, step: int | None = None):
+        super().__init__(message)
+        self.step = step
+
+
+class CheckpointTopologyError(CheckpointError):
+    """The checkpoint's arrays were sharded over devices this job does not have."""
