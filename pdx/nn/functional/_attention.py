@@ -1,9 +1,12 @@
 """Scaled dot-product attention in Paddle 3's [batch, seq_len, num_heads, head_dim] layout.
 
 `scaled_dot_product_attention` validates and normalizes its arguments, then
-calls `_sdpa_reference`, the pure-JAX definition. A fused kernel (pdx.kernels)
-can later take over by replacing that call behind a dispatch; it must match the
-reference forward and backward.
+calls `_sdpa_reference`, the pure-JAX definition, or, when the pdx.kernels
+dispatch picks one (a GPU, or `pdx.kernels.use_impl("pallas")`), the fused
+`pdx.kernels.flash_attention` kernel, which matches the reference forward and
+backward. The kernel takes calls without dropout, with equal query/value head
+dims and with no mask or a float (additive) mask; the others always run the
+reference.
 
 Semantics (as Paddle's math backend): logits = (q * scale) @ k^T with
 scale = 1 / sqrt(head_dim) by default; a bool mask keeps True positions (False
@@ -23,6 +26,8 @@ import jax
 import jax.numpy as jnp
 
 from pdx._random import next_key
+from pdx.kernels import _dispatch
+from pdx.kernels._flash_attention import choose_impl, flash_attention, kernel_unfit
 from pdx.nn.functional._args import array, compiled, error
 
 __all__ = ["scaled_dot_product_attention"]
@@ -120,11 +125,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise error(op, f"dropout_p must be in [0, 1]; got dropout_p={dropout_p}")
     if training and 0.0 < dropout_p < 1.0:
         key_rng = next_key(key_rng, op=op)
-    return _sdpa(query, key, value, attn_mask, dropout_p if training else 0.0, is_causal, scale, enable_gqa, key_rng)
+    return _sdpa(query, key, value, attn_mask, dropout_p if training else 0.0, is_causal, scale, enable_gqa, key_rng,
+                 _dispatch.requested("auto", op=op))
 
 
 @compiled("query", "key", "value", "attn_mask", "key_rng")
-def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, key_rng):
+def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, key_rng, impl):
     """Validation, layout handling and the call into `_sdpa_reference` (one compiled program)."""
     op = "scaled_dot_product_attention"
     query = array(query, op=op, name="query")
@@ -157,8 +163,12 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                         "attention")
     mask = None if attn_mask is None else _attention_mask(attn_mask, b, hq, sq, sk)
     scale = scale or (1.0 / math.sqrt(d) if d else 1.0)
+    fused = dropout_p == 0.0 and value.shape[-1] == d and (mask is None or mask.dtype != jnp.bool_) \
+        and query.dtype == key.dtype == value.dtype and kernel_unfit(query) is None
     if dropout_p >= 1.0:
         out = jnp.zeros((b, sq, hq, value.shape[-1]), query.dtype)
+    elif fused and choose_impl(query, impl) != "xla":
+        out = flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
     else:
         out = _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
                               dropout_key=key_rng)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from pdx.kernels import _cross_entropy as _kernels
+from pdx.kernels import _dispatch
 from pdx.ops._common import normalize_axis
 from pdx.nn.functional._args import array, check_reduction, compiled, error, float_array, reduce
 
@@ -64,7 +66,6 @@ def _log_probs(input, ax, use_softmax):
     return jax.nn.log_softmax(input, axis=ax) if use_softmax else jnp.log(input)
 
 
-@compiled("input", "label", "weight")
 def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
                   use_softmax=True, label_smoothing=0.0, name=None):
     """Softmax cross entropy (Paddle's `F.cross_entropy`), hard or soft labels.
@@ -90,6 +91,15 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
       >>> round(float(loss), 4)
       1.3863
     """
+    return _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax,
+                          label_smoothing, _dispatch.requested("auto", op="cross_entropy"))
+
+
+@compiled("input", "label", "weight")
+def _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax, label_smoothing,
+                   impl):
+    """Validation and math of `cross_entropy`; hard-label softmax calls without class weights use the
+    fused pdx.kernels.softmax_cross_entropy where the dispatch picks it."""
     op = "cross_entropy"
     check_reduction(reduction, op=op)
     if ignore_index > 0 and soft_label:
@@ -138,8 +148,15 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     hard, squeeze = _class_labels(input, label, ax, op)
     valid = hard != ignore_index
     safe = jnp.where(valid, hard, 0).astype(jnp.int32)
-    picked = jnp.take_along_axis(logp, safe, axis=ax)
-    loss = jnp.where(valid, -picked, 0)
+    fused = use_softmax and weight is None and input.dtype in (jnp.float32, jnp.bfloat16, jnp.float16) \
+        and input.size > 0
+    if fused and _dispatch.resolve(impl, op="softmax_cross_entropy") != "xla":
+        per_token = _kernels.softmax_cross_entropy(jnp.moveaxis(input, ax, -1), jnp.squeeze(hard, ax),
+                                                   ignore_index=ignore_index, impl=impl)
+        loss = jnp.expand_dims(per_token, ax).astype(input.dtype)
+    else:
+        picked = jnp.take_along_axis(logp, safe, axis=ax)
+        loss = jnp.where(valid, -picked, 0)
     w = None
     if weight is not None:
         w = jnp.where(valid, weight[safe], 0)

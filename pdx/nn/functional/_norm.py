@@ -16,6 +16,8 @@ import jax.numpy as jnp
 from flax.nnx.nn import normalization as _flax_norm
 import numpy as np
 
+from pdx.kernels import _dispatch
+from pdx.kernels import _norms as _kernels
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
 __all__ = [
@@ -141,6 +143,15 @@ def _norm_shape(x, normalized_shape, op):
     return shape
 
 
+def _kernel_unfit(x, shape):
+    """Why the fused norm kernels cannot take x (None if they can)."""
+    if x.dtype not in (jnp.float32, jnp.bfloat16, jnp.float16):
+        return f"dtype {x.dtype} is not float32, bfloat16 or float16"
+    if prod(shape) > _kernels.MAX_FEATURES or x.size == 0:
+        return f"normalized size {prod(shape)} is empty or above {_kernels.MAX_FEATURES}"
+    return None
+
+
 def _affine_param(v, name, shape, op):
     if v is None:
         return None
@@ -150,7 +161,6 @@ def _affine_param(v, name, shape, op):
     return v.reshape(shape)
 
 
-@compiled("x", "weight", "bias")
 def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=None):
     """Normalize over the trailing `normalized_shape` dims, then scale and shift.
 
@@ -168,12 +178,23 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
       >>> F.layer_norm(jnp.arange(6.0).reshape(2, 3), 3).shape
       (2, 3)
     """
+    return _layer_norm(x, normalized_shape, weight, bias, epsilon, _dispatch.requested("auto", op="layer_norm"))
+
+
+@compiled("x", "weight", "bias")
+def _layer_norm(x, normalized_shape, weight, bias, epsilon, impl):
+    """Validation and the math of `layer_norm`; the fused kernel where the dispatch picks it."""
     op = "layer_norm"
     x = float_array(x, op=op)
     shape = _norm_shape(x, normalized_shape, op)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     w = _affine_param(weight, "weight", shape, op)
     b = _affine_param(bias, "bias", shape, op)
+    if _dispatch.resolve(impl, op="layer_norm", unfit=_kernel_unfit(x, shape)) != "xla":
+        n = prod(shape)
+        return _kernels.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
+                                   None if w is None else w.reshape(n), None if b is None else b.reshape(n),
+                                   eps=epsilon, impl=impl).reshape(x.shape)
     # flax's normalization helpers (float32 statistics, one-pass variance):
     # XLA:CPU fuses their backward pass markedly better than our own
     # formulations of the same math (GPT-mini step 1.01x vs 1.13x of
@@ -182,7 +203,6 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
     return _flax_norm._normalize(x, mean, var, w, b, axes, axes, x.dtype, epsilon)
 
 
-@compiled("input", "weight")
 def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noqa: A002  (Paddle's name)
     """Root-mean-square norm over the trailing `normalized_shape` dims (Paddle 3's `F.rms_norm`).
 
@@ -204,10 +224,22 @@ def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noq
       >>> out.shape, invvar.shape
       ((2, 4), (2,))
     """
+    return _rms_norm(input, normalized_shape, weight, eps, _dispatch.requested("auto", op="rms_norm"))
+
+
+@compiled("input", "weight")
+def _rms_norm(input, normalized_shape, weight, eps, impl):  # noqa: A002
+    """Validation and the math of `rms_norm`; the fused kernel where the dispatch picks it."""
     op = "rms_norm"
     x = float_array(input, op=op, name="input")
     shape = _norm_shape(x, normalized_shape, op)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
+    if _dispatch.resolve(impl, op="rms_norm", unfit=_kernel_unfit(x, shape)) != "xla":
+        n = prod(shape)
+        w = _affine_param(weight, "weight", shape, op)
+        out, inv = _kernels.rms_norm_with_rstd(x.reshape(*x.shape[:x.ndim - len(shape)], n),
+                                               None if w is None else w.reshape(n), eps=eps, impl=impl)
+        return out.reshape(x.shape), inv.reshape(-1)
     xs = x.astype(_stat_dtype(x.dtype))
     inv = jax.lax.rsqrt(jnp.mean(xs * xs, axis=axes, keepdims=True) + eps)
     out = xs * inv
