@@ -10,6 +10,7 @@ layer can be fine-tuned, eagerly or inside `pdx.jit`.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
 
@@ -22,14 +23,39 @@ from pdx.nn import _layer
 __all__ = ["TranslatedLayer", "load", "save"]
 
 
+_NOT_DIFFERENTIABLE = (
+    "TranslatedLayer({name}): the artifact was exported with differentiable=False, so its "
+    "program has no backward pass; re-export with pdx.jit.save(..., differentiable=True) "
+    "(the default) to fine-tune it"
+)
+
+
 class _Program:
     """The deserialized program; compared by identity so a Layer's structure
     (which includes this static attribute) stays hashable."""
 
     def __init__(self, exported, artifact: Artifact):
-        self.exported = exported
         self.signature = artifact.signature
-        self.vjp_order = int(artifact.manifest["program"].get("vjp_order", 0))
+        self.call = exported.call
+        if int(artifact.manifest["program"].get("vjp_order", 0)) < 1:
+            self.call = _forward_only(exported.call, artifact.name)
+
+
+def _forward_only(call, name: str):
+    """`call` with a backward pass that explains itself instead of JAX's 'No VJP'."""
+
+    @jax.custom_vjp
+    def run(params, *inputs):
+        return call(params, *inputs)
+
+    def fwd(params, *inputs):
+        return call(params, *inputs), None
+
+    def bwd(_, cotangent):
+        raise TypeError(_NOT_DIFFERENTIABLE.format(name=name))
+
+    run.defvjp(fwd, bwd)
+    return run
 
 
 class _Scope(_layer.Layer):
@@ -92,7 +118,7 @@ class TranslatedLayer(_layer.Layer):
     def forward(self, *inputs):
         check_arrays(self._program.signature, inputs, fn=f"TranslatedLayer({self.name})", convert=False)
         params = tuple(self._lookup(n).get_value() for n in self._param_names)
-        return self._program.exported.call(params, *inputs)
+        return self._program.call(params, *inputs)
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}, inputs={list(self.input_specs)}"
