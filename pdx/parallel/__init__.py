@@ -7,10 +7,12 @@
     named_sharding      the NamedSharding for an input batch
     logical_to_spec, zero_spec   the rules as functions
     collectives, collective_summary   collectives in a compiled step's HLO
+    init                join the multi-process job (`pdx launch`, SLURM, Kubernetes)
 """
 
 from pdx.parallel._config import HybridConfig, default_rules
 from pdx.parallel._hlo import Collective, collective_summary, collectives
+from pdx.parallel._launch import init
 from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "collectives",
     "constrain",
     "default_rules",
+    "init",
     "logical_to_spec",
     "named_sharding",
     "shard",

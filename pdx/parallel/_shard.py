@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import jax
+import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -88,7 +89,18 @@ def _place(var: nnx.Variable, sharding: NamedSharding, grad_sharding: NamedShard
     var.set_metadata(SHARDING_KEY, sharding)
     if grad_sharding is not None:
         var.set_metadata(GRAD_SHARDING_KEY, grad_sharding)
-    var.set_value(jax.device_put(var.get_value(), sharding))
+    value = var.get_value()
+    if sharding.is_fully_addressable:
+        var.set_value(jax.device_put(value, sharding))
+    else:  # a multi-process mesh: every process holds the same value and fills its own shards
+        typed_key = jax.dtypes.issubdtype(value.dtype, jax.dtypes.prng_key)
+        host = np.asarray(jax.random.key_data(value) if typed_key else value)
+        if typed_key:
+            sharding = NamedSharding(sharding.mesh, PartitionSpec())  # keys stay whole on every device
+            data = jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+            var.set_value(jax.random.wrap_key_data(data, impl=jax.random.key_impl(value)))
+        else:
+            var.set_value(jax.make_array_from_callback(host.shape, sharding, lambda index: host[index]))
 
 
 def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
