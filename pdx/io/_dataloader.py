@@ -1,0 +1,509 @@
+"""DataLoader (Paddle's `paddle.io.DataLoader`) on a grain pipeline.
+
+How a batch is made:
+
+    batch sampler --(epoch e)--> [[i, j, ...], ...]   lists of sample indices
+    grain MapDataset.range(positions)                 position p = e * batches_per_epoch + b
+      .map(_LoadBatch)      dataset[i] for each index, with sample_rng() seeded
+                            by (seed, e, i); then collate_fn  -> numpy batch
+      .to_iter_dataset()    read-ahead buffer of prefetch_factor batches
+      .mp_prefetch()        num_workers > 0: worker w computes positions
+                            w, w + n, ...; grain interleaves them in order
+    main process            jax.device_put(batch, places)
+
+Every batch is a pure function of (dataset, sampler, seed, position), so the
+stream is the same with 0 or N workers, and the iterator state is just the
+position: `{"epoch", "batch", "seed", ...}` (a JSON-able dict). A run
+restored from it rebuilds the pipeline at that position and sees exactly
+the remaining batches.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any, Callable
+
+import grain
+import jax
+import numpy as np
+
+from pdx.io import _worker
+from pdx.io._collate import default_collate_fn, default_convert_fn
+from pdx.io._dataset import Dataset, IterableDataset
+from pdx.io._sampler import BatchSampler, RandomSampler, SequenceSampler
+
+__all__ = ["DataLoader"]
+
+_STATE_VERSION = 1
+_SPAWN_HINT = (
+    "\nWorkers are started with multiprocessing's 'spawn': each re-imports the main module. If the main "
+    "module is a script, put the code that builds and iterates the DataLoader under "
+    "`if __name__ == \"__main__\":`; a worker that crashed on its own (segfault, out of memory, os._exit) "
+    "logs its cause above."
+)
+_ENDLESS = 1 << 50  # stream length when workers persist across epochs
+
+
+def _ensure_grain_flags() -> None:
+    # grain reads absl flags when it starts workers; a program that never
+    # called absl's app.run has unparsed flags, and reading one raises.
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+
+
+def _default_seed() -> int:
+    from pdx._random import next_key
+
+    bits = jax.random.bits(next_key(op="DataLoader"), (), dtype=np.uint32)
+    return int(bits) & 0x7FFFFFFF
+
+
+class _Plan:
+    """Epoch -> list of index batches; recomputable in any process when the sampler allows."""
+
+    def __init__(self, batch_sampler, fixed: list | None = None):
+        self.batch_sampler, self.fixed = batch_sampler, fixed
+        self._cache: tuple[int, list] | None = None
+
+    def batches(self, epoch: int) -> list:
+        if self.fixed is not None:
+            return self.fixed
+        if self._cache is None or self._cache[0] != epoch:
+            if hasattr(self.batch_sampler, "set_epoch"):
+                self.batch_sampler.set_epoch(epoch)
+            self._cache = (epoch, [list(b) for b in self.batch_sampler])
+        return self._cache[1]
+
+    def __getstate__(self):
+        return {"batch_sampler": self.batch_sampler, "fixed": self.fixed, "_cache": None}
+
+
+def _where() -> str:
+    ids = _worker._worker_ids()
+    return "main process (num_workers=0)" if ids is None else f"worker {ids[0]} (pid {os.getpid()})"
+
+
+class _LoadBatch:
+    """position -> collated numpy batch; runs in the workers (numpy only)."""
+
+    def __init__(self, dataset, plan: _Plan, collate_fn, seed: int, batches_per_epoch: int, auto_collate: bool):
+        self.dataset, self.plan, self.collate_fn = dataset, plan, collate_fn
+        self.seed, self.batches_per_epoch, self.auto_collate = seed, batches_per_epoch, auto_collate
+
+    def __call__(self, position: int):
+        epoch, b = divmod(int(position), self.batches_per_epoch)
+        indices = self.plan.batches(epoch)[b]
+        scope = _worker._SampleScope(self.seed, epoch, self.dataset)
+        samples = []
+        for index in indices:
+            scope.enter(index)
+            try:
+                samples.append(self.dataset[index])
+            except Exception as e:  # noqa: BLE001  (re-raised naming the worker and sample)
+                raise RuntimeError(
+                    f"DataLoader {_where()} failed loading sample index {index} (epoch {epoch}, batch {b}): "
+                    f"{type(e).__name__}: {e}\n--- dataset traceback ---\n{traceback.format_exc()}") from e
+            finally:
+                scope.leave()
+        if not self.auto_collate:
+            return self.collate_fn(samples[0])
+        try:
+            return self.collate_fn(samples)
+        except Exception as e:  # noqa: BLE001
+            raise RuntimeError(f"DataLoader {_where()} failed collating batch {b} of epoch {epoch} "
+                               f"(sample indices {indices}): {type(e).__name__}: {e}") from e
+
+
+class _WorkerInit:
+    def __init__(self, user_fn: Callable[[int], Any] | None):
+        self.user_fn = user_fn
+
+    def __call__(self, worker_id: int, num_workers: int) -> None:
+        _worker._set_worker(worker_id, num_workers)
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+
+
+class _IterableSource(grain.IterDataset):
+    """A user IterableDataset as a grain source: each worker iterates its own copy."""
+
+    def __init__(self, dataset, batch_size, drop_last, collate_fn, seed, epoch):
+        super().__init__()
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.collate_fn, self.seed, self.epoch = collate_fn, seed, epoch
+
+    def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
+        # grain hands each worker the slice (w, None, n); Paddle semantics are
+        # that every worker runs the whole iterable and splits it itself
+        # via get_worker_info(), so the slice only tells us who we are.
+        del sl, sequential_slice
+
+    def __iter__(self):
+        return _IterableSourceIterator(self)
+
+
+class _IterableSourceIterator(grain.DatasetIterator):
+    def __init__(self, source: _IterableSource):
+        super().__init__()
+        self._source = source
+        self._it = iter(source.dataset)
+        self._count = 0  # samples drawn; the per-sample RNG index
+
+    def __next__(self):
+        src = self._source
+        scope = _worker._SampleScope(src.seed, src.epoch, src.dataset)
+        samples = []
+        while src.batch_size is None and not samples or src.batch_size is not None and len(samples) < src.batch_size:
+            scope.enter(self._count)
+            try:
+                samples.append(next(self._it))
+            except StopIteration:
+                break
+            except Exception as e:  # noqa: BLE001
+                raise RuntimeError(f"DataLoader {_where()} failed reading sample {self._count} of the iterable "
+                                   f"dataset: {type(e).__name__}: {e}\n{traceback.format_exc()}") from e
+            finally:
+                scope.leave()
+            self._count += 1
+        if not samples or (src.drop_last and src.batch_size is not None and len(samples) < src.batch_size):
+            raise StopIteration
+        return src.collate_fn(samples[0]) if src.batch_size is None else src.collate_fn(samples)
+
+    def get_state(self):
+        return {"count": self._count}
+
+    def set_state(self, state):
+        raise NotImplementedError("pdx replays an iterable dataset from its start instead of setting a state.")
+
+
+class DataLoader:
+    """Iterate a dataset in batches, loaded by worker processes (Paddle's `paddle.io.DataLoader`).
+
+    Batches come out as `jax.Array`s placed on `places` (default: the default
+    device), in the structure the collate function built (Paddle's default
+    collate returns tuples/lists of samples as lists).
+
+    Args:
+      dataset: a map-style `Dataset` (anything with `__getitem__`/`__len__`)
+        or an `IterableDataset`. Its samples must be numpy-only: workers never
+        touch jax.
+      feed_list: accepted and ignored (static-graph feeding; pdx has none).
+      places: where batches go: None (default device), a `jax.Device`, or a
+        `jax.sharding.Sharding` (e.g. a NamedSharding over a data axis).
+      return_list: accepted; batches always come out as Python structures.
+      batch_sampler: yields lists of indices; excludes batch_size, shuffle,
+        drop_last.
+      batch_size: samples per batch; None disables batching (each sample is
+        yielded on its own, converted but not stacked).
+      shuffle: reshuffle the sample order every epoch.
+      drop_last: drop the last, short batch.
+      collate_fn: list of samples -> batch (numpy); default
+        `default_collate_fn` (Paddle's stacking rules).
+      num_workers: worker processes (0: load in the main process). Workers
+        are started with `spawn`: datasets and transforms must be picklable,
+        and starting them costs about a second each time a stream starts.
+      use_buffer_reader: with num_workers=0, read ahead in a background thread.
+      prefetch_factor: batches each worker (or the reader thread) keeps ready.
+      use_shared_memory: accepted; grain always moves large arrays through
+        shared memory.
+      timeout: accepted and ignored; a dead or failing worker is reported
+        as an error naming the worker and sample, so the loader cannot hang
+        on it.
+      worker_init_fn: called as `worker_init_fn(worker_id)` in each worker
+        before it loads anything.
+      persistent_workers: keep the workers (and their read-ahead) alive from
+        one epoch into the next instead of restarting them. Needs a sampler
+        whose order is a function of (seed, epoch) (the default samplers);
+        otherwise workers restart each epoch.
+      seed: keyword-only, pdx addition. Seeds the shuffle order (epoch e uses
+        `RandomState(seed + e)`) and `pdx.io.sample_rng()` in transforms.
+        Default: drawn from pdx's global generator, so `pdx.seed(n)` before
+        building the loader makes the whole data stream reproducible.
+
+    Iterator state: `it = iter(loader)`; `state = it.get_state()` is a
+    JSON-able dict giving the position of the next batch; in a new process
+    build the same loader and call `it = iter(loader); it.set_state(state)`
+    (or `loader.set_state_dict(state)` before `iter(loader)`) and the
+    remaining batches are exactly the ones the original run would have seen.
+    `loader.state_dict()` is the state of the most recent iterator. The
+    position counts epochs: each `iter(loader)` starts the next epoch.
+
+    Example:
+      >>> import numpy as np
+      >>> from pdx.io import TensorDataset
+      >>> ds = TensorDataset([np.arange(10, dtype=np.float32).reshape(5, 2), np.arange(5)])
+      >>> loader = DataLoader(ds, batch_size=2, shuffle=False)
+      >>> [tuple(y.tolist()) for x, y in loader]
+      [(0, 1), (2, 3), (4,)]
+    """
+
+    def __init__(self, dataset, feed_list=None, places=None, return_list: bool = True, batch_sampler=None,
+                 batch_size: int | None = 1, shuffle: bool = False, drop_last: bool = False,
+                 collate_fn: Callable | None = None, num_workers: int = 0, use_buffer_reader: bool = True,
+                 prefetch_factor: int = 2, use_shared_memory: bool = True, timeout: float = 0,
+                 worker_init_fn: Callable[[int], Any] | None = None, persistent_workers: bool = False,
+                 *, seed: int | None = None):
+        del feed_list, return_list, use_shared_memory, timeout  # documented as accepted and ignored
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
+            raise ValueError(f"DataLoader(num_workers) must be an int >= 0; got num_workers={num_workers!r}.")
+        if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
+            raise ValueError(f"DataLoader(prefetch_factor) must be an int >= 1; got prefetch_factor={prefetch_factor!r}.")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0):
+            raise ValueError(f"DataLoader(batch_size) must be a positive int or None; got batch_size={batch_size!r}.")
+        if seed is not None and (not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"DataLoader(seed) must be a non-negative int or None; got seed={seed!r}.")
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise TypeError(f"DataLoader(worker_init_fn) must be callable; got {type(worker_init_fn).__name__}.")
+        self.dataset = dataset
+        self.places = places
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
+        self.use_buffer_reader = use_buffer_reader
+        self.worker_init_fn = worker_init_fn
+        self.persistent_workers = bool(persistent_workers)
+        self.seed = _default_seed() if seed is None else seed
+        self.is_iterable = isinstance(dataset, IterableDataset)
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self.auto_collate = batch_sampler is not None or batch_size is not None
+        self.collate_fn = collate_fn or (default_collate_fn if self.auto_collate else default_convert_fn)
+        self._own_random_sampler = None  # the sampler shuffle=True built, re-seeded by set_state_dict
+
+        if self.is_iterable:
+            if batch_sampler is not None or shuffle:
+                raise ValueError("DataLoader: an IterableDataset has no indices, so batch_sampler= and shuffle=True "
+                                 "do not apply; shuffle inside the dataset's __iter__ instead.")
+            self.batch_sampler = None
+        elif batch_sampler is not None:
+            if batch_size != 1 or shuffle or drop_last:
+                raise ValueError("DataLoader(batch_sampler=...) decides batching and order; leave batch_size=1, "
+                                 f"shuffle=False, drop_last=False (got batch_size={batch_size}, shuffle={shuffle}, "
+                                 f"drop_last={drop_last}).")
+            self.batch_sampler = batch_sampler
+        elif not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+            raise TypeError(f"DataLoader(dataset) needs a map-style dataset (__getitem__ and __len__) or an "
+                            f"IterableDataset; got {type(dataset).__name__}.")
+        else:
+            sampler = RandomSampler(dataset, generator=self.seed) if shuffle else SequenceSampler(dataset)
+            self._own_random_sampler = sampler if shuffle else None
+            self.batch_sampler = BatchSampler(sampler=sampler, batch_size=batch_size or 1,
+                                              drop_last=drop_last if batch_size else False)
+        self._next = {"epoch": 0, "batch": 0}
+        self._last_iter: _DataLoaderIter | None = None
+        self._stream: _Stream | None = None
+
+    def __len__(self) -> int:
+        if self.is_iterable:
+            raise TypeError("len(DataLoader) is unknown for an IterableDataset.")
+        return len(self.batch_sampler)
+
+    def __iter__(self) -> _DataLoaderIter:
+        start = self._next
+        self._next = {"epoch": start["epoch"] + 1, "batch": 0}
+        it = _DataLoaderIter(self, start["epoch"], start["batch"])
+        self._last_iter = it
+        return it
+
+    def __call__(self):
+        """Paddle's `loader()` form: same as `iter(loader)`."""
+        return iter(self)
+
+    def state_dict(self) -> dict:
+        """JSON-able position of the most recent iterator (or of the next epoch if none ran)."""
+        if self._last_iter is not None:
+            return self._last_iter.get_state()
+        return self._state(self._next["epoch"], self._next["batch"])
+
+    def set_state_dict(self, state: dict) -> None:
+        """Make the next `iter(loader)` resume at `state` (from `state_dict()`/`get_state()`)."""
+        self._check_state(state)
+        self.seed = int(state["seed"])
+        if self._own_random_sampler is not None:
+            self._own_random_sampler.generator = self.seed
+        if self._stream is not None:  # it was built for the old position and seed
+            self._stream.close()
+            self._stream = None
+        self._next = {"epoch": int(state["epoch"]), "batch": int(state["batch"])}
+        self._last_iter = None
+
+    def _state(self, epoch: int, batch: int) -> dict:
+        return {"version": _STATE_VERSION, "epoch": int(epoch), "batch": int(batch), "seed": int(self.seed),
+                "num_workers": self.num_workers, "batches_per_epoch": None if self.is_iterable else len(self)}
+
+    def _check_state(self, state) -> None:
+        if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
+            raise ValueError(f"DataLoader state must be a dict from get_state()/state_dict() with version "
+                             f"{_STATE_VERSION}; got {state!r}.")
+        expected = None if self.is_iterable else len(self)
+        if state.get("batches_per_epoch") != expected:
+            raise ValueError(f"DataLoader state is for a loader with {state.get('batches_per_epoch')} batches per "
+                             f"epoch, this loader has {expected}; rebuild it with the same dataset, batch_size and "
+                             "drop_last before restoring.")
+
+    def _place(self, batch):
+        def put(x):
+            if isinstance(x, np.ndarray) and x.dtype != object:
+                return jax.device_put(x, self.places)
+            return x
+
+        return jax.tree_util.tree_map(put, batch)
+
+
+class _Stream:
+    """One grain pipeline producing batches from a position onwards."""
+
+    def __init__(self, loader: DataLoader, epoch: int, batch: int):
+        _ensure_grain_flags()
+        self.loader = loader
+        self.num_workers = loader.num_workers
+        if loader.is_iterable:
+            self._init_iterable(loader, epoch)
+            self.position = 0
+            for _ in range(batch):  # iterable datasets are replayed up to the saved position
+                next(self._it)
+                self.position += 1
+            return
+        bpe = len(loader)
+        if bpe == 0:
+            raise ValueError("DataLoader: the batch sampler yields no batches (dataset smaller than batch_size "
+                             "with drop_last=True?).")
+        sampler = loader.batch_sampler
+        if getattr(sampler, "epoch_deterministic", False):
+            plan, self.persistent = _Plan(sampler), loader.persistent_workers
+        else:
+            # The order may depend on hidden RNG state: draw it here, once,
+            # and ship the list; such a stream ends with its epoch.
+            plan, self.persistent = _Plan(sampler, fixed=[list(b) for b in sampler]), False
+            if len(plan.fixed) != bpe:
+                raise ValueError(f"DataLoader: len(batch_sampler)={bpe} but it yielded {len(plan.fixed)} batches.")
+        self.start = epoch * bpe + batch
+        self.position = self.start
+        self.stop = _ENDLESS if self.persistent else (epoch + 1) * bpe
+        self.first_epoch = epoch
+        load = _LoadBatch(loader.dataset, plan, loader.collate_fn, loader.seed, bpe, loader.auto_collate)
+        ds = grain.MapDataset.range(self.start, self.stop).map(load)
+        self._it = self._build(ds.to_iter_dataset(self._read_options()))
+
+    def _init_iterable(self, loader, epoch):
+        self.persistent, self.start = False, 0
+        src = _IterableSource(loader.dataset, loader.batch_size, loader.drop_last, loader.collate_fn,
+                              loader.seed, epoch)
+        self._it = self._build(src)
+
+    def _read_options(self) -> grain.ReadOptions:
+        if self.num_workers == 0 and not self.loader.use_buffer_reader:
+            return grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
+        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=self.loader.prefetch_factor)
+
+    def _build(self, ds):
+        if self.num_workers > 0:
+            options = grain.MultiprocessingOptions(num_workers=self.num_workers,
+                                                   per_worker_buffer_size=self.loader.prefetch_factor)
+            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(self.loader.worker_init_fn))
+        return iter(ds)
+
+    def next(self):
+        try:
+            batch = next(self._it)
+        except StopIteration:
+            raise
+        except Exception as e:
+            self.close()
+            worker = ("the main process" if self.num_workers == 0
+                      else f"worker {(self.position - self.start) % self.num_workers}")
+            message = str(e)
+            if message.startswith("DataLoader "):  # already names the worker and sample
+                raise RuntimeError(message) from None
+            hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
+            raise RuntimeError(f"DataLoader {worker} failed producing batch at stream position {self.position}: "
+                               f"{type(e).__name__}: {e}{hint}") from e
+        self.position += 1
+        return batch
+
+    def close(self):
+        it, self._it = self._it, None
+        if it is not None and hasattr(it, "close"):
+            it.close()
+
+
+class _DataLoaderIter:
+    """Iterator over one epoch of a DataLoader, with a JSON-able state."""
+
+    def __init__(self, loader: DataLoader, epoch: int, batch: int):
+        self._loader = loader
+        self._epoch, self._batch = epoch, batch
+        self._bpe = None if loader.is_iterable else len(loader)
+        self._stream: _Stream | None = None
+        self._done = False
+
+    def __iter__(self):
+        return self
+
+    def __len__(self) -> int:
+        if self._bpe is None:
+            raise TypeError("len() of a DataLoader iterator is unknown for an IterableDataset.")
+        return self._bpe
+
+    def _get_stream(self) -> _Stream:
+        if self._stream is None:
+            loader = self._loader
+            shared = loader._stream
+            if shared is not None and shared.persistent and shared._it is not None and not loader.is_iterable \
+                    and shared.position == self._epoch * self._bpe + self._batch:
+                self._stream = shared
+            else:
+                if shared is not None:
+                    shared.close()
+                self._stream = loader._stream = _Stream(loader, self._epoch, self._batch)
+        return self._stream
+
+    def __next__(self):
+        if self._done or (self._bpe is not None and self._batch >= self._bpe):
+            self._finish()
+            raise StopIteration
+        try:
+            batch = self._get_stream().next()
+        except StopIteration:
+            self._finish()
+            raise
+        self._batch += 1
+        return self._loader._place(batch)
+
+    def _finish(self):
+        if not self._done:
+            self._done = True
+            if self._stream is not None and not self._stream.persistent:
+                self._stream.close()
+                if self._loader._stream is self._stream:
+                    self._loader._stream = None
+
+    def get_state(self) -> dict:
+        """JSON-able position of the next batch this iterator would yield.
+
+        After the last batch of an epoch it points at batch 0 of the next one.
+        """
+        if self._bpe is not None and self._batch >= self._bpe:
+            return self._loader._state(self._epoch + 1, 0)
+        if self._done:  # an iterable dataset ran out
+            return self._loader._state(self._epoch + 1, 0)
+        return self._loader._state(self._epoch, self._batch)
+
+    def set_state(self, state: dict) -> None:
+        """Jump to the position in `state` (from `get_state()`, possibly of another process)."""
+        loader = self._loader
+        loader.set_state_dict(state)
+        if self._stream is not None and self._stream is not loader._stream:
+            self._stream.close()
+        self._stream = None
+        self._epoch, self._batch, self._done = int(state["epoch"]), int(state["batch"]), False
+        loader._next = {"epoch": self._epoch + 1, "batch": 0}
+        loader._last_iter = self
+
+    def close(self) -> None:
+        """Stop this iterator's workers now (they also stop at the end of the epoch)."""
+        self._done = True
+        if self._stream is not None:
+            self._stream.close()
+            if self._loader._stream is self._stream:
+                self._loader._stream = None

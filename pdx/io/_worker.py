@@ -1,0 +1,111 @@
+"""What a dataset can ask while it is being loaded: which worker, which sample's RNG.
+
+Both answers live in process- and thread-local state that the DataLoader's
+batch loader sets around each `dataset[i]` call, so datasets and transforms
+stay plain callables with Paddle's signatures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+import numpy as np
+
+__all__ = ["WorkerInfo", "get_worker_info", "sample_rng"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerInfo:
+    """Describes the DataLoader worker process running the current code.
+
+    Attributes:
+      id: this worker's index in `[0, num_workers)`.
+      num_workers: how many workers the DataLoader started.
+      seed: the DataLoader's seed (the same in every worker).
+      dataset: this worker's copy of the dataset.
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+
+
+_process: dict = {"worker": None}  # (id, num_workers) in a worker process
+_local = threading.local()  # the sample being loaded on this thread
+
+
+def _set_worker(worker_id: int, num_workers: int) -> None:
+    _process["worker"] = (worker_id, num_workers)
+
+
+def _worker_ids() -> tuple[int, int] | None:
+    return _process["worker"]
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """Worker details inside a DataLoader worker process, None in the main process.
+
+    Paddle's `paddle.io.get_worker_info`. Use it in an IterableDataset to give
+    each worker its own part of the stream.
+
+    Returns:
+      A `WorkerInfo(id, num_workers, seed, dataset)`, or None outside workers.
+
+    Example:
+      >>> get_worker_info() is None   # in the main process
+      True
+    """
+    ids = _process["worker"]
+    if ids is None:
+        return None
+    return WorkerInfo(id=ids[0], num_workers=ids[1], seed=getattr(_local, "seed", 0),
+                      dataset=getattr(_local, "dataset", None))
+
+
+class _SampleScope:
+    """Makes (seed, epoch, index) the current sample on this thread while loading it."""
+
+    __slots__ = ("seed", "epoch", "dataset")
+
+    def __init__(self, seed: int, epoch: int, dataset):
+        self.seed, self.epoch, self.dataset = seed, epoch, dataset
+
+    def enter(self, index: int) -> None:
+        _local.seed, _local.dataset = self.seed, self.dataset
+        _local.key = (self.seed, self.epoch, int(index))
+        _local.rng = None
+
+    @staticmethod
+    def leave() -> None:
+        _local.key = None
+        _local.rng = None
+
+
+def sample_rng() -> np.random.Generator:
+    """The numpy Generator of the sample being loaded.
+
+    Inside a DataLoader (any worker, or the main process with
+    `num_workers=0`) it is seeded by (loader seed, epoch, sample index), so
+    random transforms give the same result for a seed whatever the number of
+    workers, and a resumed run redraws exactly what the original drew. Several
+    calls while loading one sample share one stream. Outside a DataLoader it is
+    a fresh Generator seeded from numpy's global generator, so
+    `np.random.seed` still makes direct calls reproducible.
+
+    Returns:
+      A `numpy.random.Generator`.
+
+    Example:
+      >>> import numpy as np
+      >>> isinstance(sample_rng(), np.random.Generator)
+      True
+    """
+    key = getattr(_local, "key", None)
+    if key is None:
+        return np.random.default_rng(np.random.randint(0, 2**31 - 1))
+    if _local.rng is None:
+        _local.rng = np.random.default_rng(key)
+    return _local.rng

@@ -1,0 +1,63 @@
+"""Datasets for DataLoader tests, in an importable module so spawned workers
+(and the resume test's fresh process) can load them by reference."""
+
+import os
+
+import numpy as np
+
+from pdx.io import Dataset, IterableDataset, get_worker_info
+from pdx.vision import transforms as T
+
+
+class AugmentedImages(Dataset):
+    """Synthetic 3x8x8 uint8 images through RandomCrop + RandomHorizontalFlip + Normalize."""
+
+    def __init__(self, n=24):
+        self.images = np.random.RandomState(0).randint(0, 256, (n, 8, 8, 3)).astype(np.uint8)
+        self.transform = T.Compose([T.RandomCrop(6, padding=1), T.RandomHorizontalFlip(),
+                                    T.ToTensor(), T.Normalize(mean=0.5, std=0.5)])
+
+    def __getitem__(self, idx):
+        return self.transform(self.images[idx]), np.int64(idx)
+
+    def __len__(self):
+        return len(self.images)
+
+
+class WhoLoads(Dataset):
+    """Each sample reports the process and worker that loaded it."""
+
+    def __getitem__(self, idx):
+        info = get_worker_info()
+        return np.int64(idx), np.int64(os.getpid()), np.int64(-1 if info is None else info.id)
+
+    def __len__(self):
+        return 16
+
+
+class FailsAt(Dataset):
+    """Raises on one sample index."""
+
+    def __init__(self, bad_index):
+        self.bad_index = bad_index
+
+    def __getitem__(self, idx):
+        if idx == self.bad_index:
+            raise ValueError(f"corrupt record {idx}")
+        return np.float32(idx)
+
+    def __len__(self):
+        return 32
+
+
+class ShardedRange(IterableDataset):
+    """0..n-1, split between workers with get_worker_info() (Paddle's recipe)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        info = get_worker_info()
+        worker, count = (0, 1) if info is None else (info.id, info.num_workers)
+        for i in range(worker, self.n, count):
+            yield np.int64(i), np.int64(worker)

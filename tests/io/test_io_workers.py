@@ -1,0 +1,96 @@
+"""pdx.io.DataLoader with real worker processes (spawned: each test starts and stops its own)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from io_testutil import AugmentedImages, FailsAt, ShardedRange, WhoLoads
+
+from pdx import io
+
+
+def _numpy(loader_or_iter):
+    return [[np.asarray(t) for t in batch] for batch in loader_or_iter]
+
+
+def test_two_workers_give_the_main_process_batches_over_epochs():
+    main = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, seed=21)
+    workers = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, seed=21, num_workers=2,
+                            persistent_workers=True)
+    for epoch in range(2):  # the second epoch reuses the persistent workers
+        want, got = _numpy(main), _numpy(workers)
+        assert len(got) == len(want) == 5
+        for g, w in zip(got, want):
+            for a, b in zip(g, w):
+                np.testing.assert_array_equal(a, b)
+    workers._stream.close()
+
+
+def test_samples_are_loaded_in_worker_processes():
+    loader = io.DataLoader(WhoLoads(), batch_size=2, num_workers=2)
+    idx, pids, ids = (np.concatenate(f) for f in zip(*_numpy(loader)))
+    assert idx.tolist() == list(range(16))
+    assert os.getpid() not in set(pids.tolist()) and len(set(pids.tolist())) == 2
+    assert ids.tolist() == [0, 0, 1, 1] * 4  # batch b is loaded by worker b % 2
+
+
+def test_failing_worker_names_worker_and_sample_quickly():
+    loader = io.DataLoader(FailsAt(13), batch_size=4, num_workers=2)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"DataLoader worker 1 \(pid \d+\) failed loading sample index 13 "
+                                           r"\(epoch 0, batch 3\): ValueError: corrupt record 13"):
+        for _ in loader:
+            pass
+    assert time.monotonic() - start < 120  # a hang guard, not a speed test: spawn dominates
+
+
+def test_iterable_dataset_split_with_get_worker_info():
+    loader = io.DataLoader(ShardedRange(10), batch_size=2, num_workers=2)
+    batches = _numpy(loader)
+    values = np.concatenate([b[0] for b in batches]).tolist()
+    assert sorted(values) == list(range(10))
+    assert [b[1].tolist() for b in batches[:2]] == [[0, 0], [1, 1]]  # round-robin over the workers
+
+
+_RESUME_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, {testdir!r})
+    from io_testutil import AugmentedImages
+    from pdx import io
+
+    if __name__ == "__main__":  # workers are spawned: the script must not re-run on import
+        state = json.loads(sys.argv[1])
+        loader = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, num_workers=2)  # seed from state
+        it = iter(loader)
+        it.set_state(state)
+        rest = [[np.asarray(t) for t in b] for b in it]
+        np.savez(sys.argv[2], **{{f"b{{i}}_{{j}}": a for i, b in enumerate(rest) for j, a in enumerate(b)}})
+""")
+
+
+def test_state_restored_in_a_new_process_gives_the_remaining_batches(tmp_path):
+    loader = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, seed=4)
+    it = iter(loader)
+    seen = [next(it) for _ in range(2)]
+    state = it.get_state()
+    remaining = _numpy(it)
+    assert len(seen) + len(remaining) == 5
+
+    script = tmp_path / "resume.py"
+    script.write_text(_RESUME_SCRIPT.format(testdir=os.path.dirname(__file__)))
+    out = tmp_path / "rest.npz"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, str(script), json.dumps(state), str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = np.load(out)
+    assert len(got.files) == 2 * len(remaining)
+    for i, batch in enumerate(remaining):
+        for j, want in enumerate(batch):
+            np.testing.assert_array_equal(got[f"b{i}_{j}"], want)
