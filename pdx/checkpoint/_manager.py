@@ -182,7 +182,7 @@ def _saved_sharding(name: str, meta, step_dir: Path):
 
 
 def _cast(dtype, saved_dtype):
-    if dtype is not None and np.issubdtype(np.dtype(saved_dtype), np.floating):
+    if dtype is not None and jax.dtypes.issubdtype(saved_dtype, np.floating):
         return np.dtype(dtype)
     return saved_dtype
 
@@ -228,7 +228,9 @@ def restore_step(step_dir, target=None, shardings=None, *, dtype=None, as_numpy:
         meta = saved_leaves[name]
         want_dtype = getattr(leaf, "dtype", None) if target is not None else None
         want_dtype = _cast(dtype, want_dtype if want_dtype is not None else meta.dtype)
-        if tuple(getattr(leaf, "shape", meta.shape)) != tuple(meta.shape):
+        is_key = jax.dtypes.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.prng_key)
+        # a typed PRNG key is stored as its key data: (…, 2) uint32 for a () key
+        if not is_key and tuple(getattr(leaf, "shape", meta.shape)) != tuple(meta.shape):
             raise ValueError(f"restore(target=...): {name!r} has shape {tuple(leaf.shape)} in the target "
                              f"but {tuple(meta.shape)} in {step_dir}")
         if as_numpy or isinstance(leaf, np.ndarray):
@@ -237,7 +239,7 @@ def restore_step(step_dir, target=None, shardings=None, *, dtype=None, as_numpy:
             sharding = getattr(leaf, "sharding", None) if target is not None else None
         if sharding is None:
             sharding = _saved_sharding(name, meta, step_dir)
-        return ocp.ArrayRestoreArgs(sharding=sharding, dtype=want_dtype, global_shape=tuple(meta.shape))
+        return ocp.ArrayRestoreArgs(sharding=sharding, dtype=want_dtype, global_shape=None if is_key else tuple(meta.shape))
 
     is_leaf = lambda x: hasattr(x, "shape") and hasattr(x, "dtype")  # noqa: E731
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
