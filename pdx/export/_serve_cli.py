@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-batch-size", type=int, default=_server.DEFAULT_MAX_BATCH_SIZE,
                         help="most rows per batch; 1 turns dynamic batching off (default %(default)s)")
     parser.add_argument("--batch-timeout-ms", type=float, default=_server.DEFAULT_BATCH_TIMEOUT_MS,
-                        help="how long a batch waits to fill (default %(default)s)")
+                        help="how long a batch waits for more requests once the first arrived; 0 batches "
+                             "what queued while the previous batch ran, adding no latency (default %(default)s)")
     parser.add_argument("--max-queue", type=int, default=_server.DEFAULT_MAX_QUEUE,
                         help="most requests waiting; more get HTTP 503 (default %(default)s)")
     parser.add_argument("--max-body-bytes", type=int, default=_server.DEFAULT_MAX_BODY_BYTES,

@@ -41,7 +41,8 @@ _log = logging.getLogger("uvicorn.error")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BATCH_SIZE = 32
-DEFAULT_BATCH_TIMEOUT_MS = 2.0
+# 0: a batch is whatever queued while the previous one ran; no added latency at low load.
+DEFAULT_BATCH_TIMEOUT_MS = 0.0
 DEFAULT_MAX_QUEUE = 256
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 30.0
@@ -292,7 +293,7 @@ def _decode(body: bytes, content_type: str, specs, max_body_bytes: int, max_dept
 
 
 def _encode(outputs: Sequence[np.ndarray], names: Sequence[str], model: str, accept: str):
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
 
     if NPZ_TYPE in accept:
         buf = io.BytesIO()
@@ -304,7 +305,11 @@ def _encode(outputs: Sequence[np.ndarray], names: Sequence[str], model: str, acc
         buf = io.BytesIO()
         np.save(buf, outputs[0], allow_pickle=False)
         return Response(buf.getvalue(), media_type=NPY_TYPE)
-    return JSONResponse({"model_name": model, "outputs": {n: o.tolist() for n, o in zip(names, outputs)}})
+    # allow_nan: a model may legitimately output inf/nan; they are written as Python's json
+    # writes them (Infinity, NaN). Clients that need strict JSON ask for .npy/.npz.
+    body = json.dumps({"model_name": model, "outputs": {n: o.tolist() for n, o in zip(names, outputs)}},
+                      allow_nan=True, separators=(",", ":"))
+    return Response(body, media_type=JSON_TYPE)
 
 
 # --------------------------------------------------------------------------- batching
@@ -514,14 +519,7 @@ class _Service:
                                     max_batch_size=self.max_batch_size, batch_timeout_s=self.batch_timeout_s,
                                     max_queue=self.max_queue)
             started = time.perf_counter()
-            for rows in self.batcher.buckets():
-                outputs = await loop.run_in_executor(self.executor, self._run, _warm_up_inputs(specs, rows))
-                self.output_dtypes = [o.dtype.name for o in outputs]
-                if self.batcher.batching and any(o.ndim == 0 or o.shape[0] != rows for o in outputs):
-                    _log.warning("model outputs %s do not keep the batch dim; batching off",
-                                 [o.shape for o in outputs])
-                    self.batcher.batching = False
-                    break
+            await self._warm_up(specs, loop)
             _log.info("model %r ready: %d input(s), batching %s, warm-up %.2fs over batch sizes %s",
                       self.name, len(specs), "on" if self.batcher.batching else "off",
                       time.perf_counter() - started, self.batcher.buckets())
@@ -534,6 +532,24 @@ class _Service:
             _log.error("pdx serve: cannot load the model: %s", self.load_error)
             if self.on_load_error is not None:
                 self.on_load_error(self.load_error)
+
+    async def _warm_up(self, specs, loop) -> None:
+        """Run every batch size the batcher will use once (compiles them), turning batching
+        off if the model refuses batches or does not keep the batch dim in its outputs."""
+        for rows in self.batcher.buckets():
+            try:
+                outputs = await loop.run_in_executor(self.executor, self._run, _warm_up_inputs(specs, rows))
+            except ValueError as e:  # e.g. an IREE module specialized to one batch size
+                if rows == 1:
+                    raise
+                _log.warning("the model refuses batch size %d (%s); batching off", rows, e)
+                self.batcher.batching = False
+                return
+            self.output_dtypes = [o.dtype.name for o in outputs]
+            if self.batcher.batching and any(o.ndim == 0 or o.shape[0] != rows for o in outputs):
+                _log.warning("model outputs %s do not keep the batch dim; batching off", [o.shape for o in outputs])
+                self.batcher.batching = False
+                return
 
     def _run(self, inputs: list) -> list:
         out = self.predictor(*inputs)
@@ -659,7 +675,8 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
       name: the name in `/v1/models/{name}:predict`; default: the artifact's name.
       runtime: "xla" or "iree", for a directory.
       max_batch_size: most rows per executed batch; 1 turns batching off.
-      batch_timeout_ms: how long the first request of a batch waits for more.
+      batch_timeout_ms: how long the first request of a batch waits for more; 0 takes
+        what queued while the previous batch ran (no added latency when idle).
       max_queue: most requests waiting; more are answered 503.
       max_body_bytes: largest request body (413 beyond, checked while reading).
       timeout_s: per-request limit on queueing plus inference (504 beyond).

@@ -373,3 +373,64 @@ def test_serve_exits_1_when_the_artifact_is_corrupt(model, tmp_path):
                            "--log-level", "critical"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "cannot load the model" in proc.stderr and "sha256" in proc.stderr.lower()
+
+
+def test_two_inputs_two_outputs_batched_and_split_back(tmp_path, rng):
+    """Six queued requests (1-3 rows each, JSON list, JSON dict and .npz bodies) run as one
+    batch while the model is held; each gets back exactly its own rows of both outputs."""
+    def f(x, y):
+        return x * 2.0 + y, (x - y).sum(axis=1)
+
+    path = export(f, tmp_path / "two", [InputSpec([None, 3], "float32", "x"), InputSpec([None, 3], "float32", "y")],
+                  name="two", output_names=["affine", "diff"], differentiable=False)
+    gated = _Gated(load(path))
+    gated.gate.set()
+    server, thread, url = _start_in_thread(create_app(gated, max_batch_size=16, batch_timeout_ms=0))
+    try:
+        client = Client(url)
+        client.wait_ready(60)
+        gated.gate.clear()
+        gated.entered.clear()
+        blocker = threading.Thread(target=client.predict, args=("two", np.ones((1, 3), np.float32),
+                                                                np.ones((1, 3), np.float32)))
+        blocker.start()
+        assert gated.entered.wait(30)
+
+        pairs = [(rng.standard_normal((n, 3)).astype(np.float32), rng.standard_normal((n, 3)).astype(np.float32))
+                 for n in (1, 3, 2, 1, 2, 3)]
+
+        def call(i):
+            x, y = pairs[i]
+            if i % 3 == 0:
+                return Client(url).predict("two", x, y)
+            if i % 3 == 1:
+                return Client(url).predict("two", x, y, binary=True)
+            status, answer = _post(url, json.dumps({"inputs": {"y": y.tolist(), "x": x.tolist()}}).encode(),
+                                   name="two")
+            assert status == 200, answer
+            return tuple(np.asarray(answer["outputs"][k], np.float32) for k in ("affine", "diff"))
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(call, i) for i in range(6)]
+            while _metric(client.metrics(), "pdx_serve_queue_depth") != 6:
+                time.sleep(0.01)
+            gated.gate.set()
+            results = [fut.result(timeout=60) for fut in futures]
+        blocker.join(30)
+        for (x, y), (affine, diff) in zip(pairs, results):
+            np.testing.assert_allclose(affine, x * 2.0 + y, rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(diff, (x - y).sum(axis=1), rtol=1e-5, atol=1e-5)
+        text = client.metrics()
+        assert _metric(text, "pdx_serve_batch_size_bucket", le="8.0") - _metric(
+            text, "pdx_serve_batch_size_bucket", le="4.0") == 0
+        assert _metric(text, "pdx_serve_batch_size_bucket", le="16.0") - _metric(
+            text, "pdx_serve_batch_size_bucket", le="8.0") == 1  # the 12-row batch
+
+        status, answer = _post(url, b"\x93NUMPY", "application/x-npy", name="two")
+        assert status == 400 and "application/x-npz" in answer["error"]
+        status, answer = _post(url, json.dumps({"inputs": [[[0.0, 0.0, 0.0]]]}).encode(), name="two")
+        assert status == 400 and "takes 2 inputs" in answer["error"]
+    finally:
+        gated.gate.set()
+        server.should_exit = True
+        thread.join(30)

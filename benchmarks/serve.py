@@ -1,0 +1,135 @@
+"""`pdx serve` throughput and latency, next to calling the predictor directly.
+
+Exports LeNet (pdx.vision.models, 1x28x28 inputs, dynamic batch), starts the
+real `pdx serve` command in a subprocess on loopback, with dynamic
+batching (--max-batch-size 32; --batch-timeout-ms 0 and 2) and without it
+(--max-batch-size 1), and
+sends single-image requests from client threads (pdx.export.Client, one
+kept-alive connection per thread), as JSON and as .npy. Prints requests/s and
+the p50/p99 request latency seen by the client. The reference rows call the
+loaded predictor in this process with no HTTP at all: one image per call (what
+a server without batching can at best do) and 32 images per call (the batched
+upper bound, in images/s).
+
+Client threads and server share the machine, so on a small CPU the numbers
+include the client's own cost; compare rows with each other, not with another
+machine.
+
+Usage:
+  python benchmarks/serve.py                    # ~1 min on an idle 2-core CPU
+  python benchmarks/serve.py --requests 500 --concurrency 1,8,32
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def _start(path: str, max_batch_size: int, batch_timeout_ms: float, log) -> tuple[subprocess.Popen, str]:
+    cmd = [sys.executable, "-m", "pdx.cli", "serve", path, "--port", "0", "--log-level", "warning",
+           "--max-batch-size", str(max_batch_size), "--batch-timeout-ms", str(batch_timeout_ms), "--max-queue", "4096"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        log.seek(0)
+        match = re.search(r"listening on (http://\S+)", log.read())
+        if match:
+            return proc, match.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    log.seek(0)
+    raise RuntimeError(f"pdx serve did not start:\n{log.read()}")
+
+
+def _load(client, name: str, images: np.ndarray, concurrency: int, binary: bool) -> tuple[float, float, float]:
+    def one(i):
+        start = time.perf_counter()
+        client.predict(name, images[i:i + 1], binary=binary)
+        return time.perf_counter() - start
+
+    for i in range(min(64, len(images))):  # connections and first requests, outside the timing
+        one(i)
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        latencies = np.array(list(pool.map(one, range(len(images))))) * 1e3
+    elapsed = time.perf_counter() - start
+    return len(images) / elapsed, float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
+
+
+def _direct(predictor, images: np.ndarray, batch: int) -> tuple[float, float]:
+    for _ in range(3):
+        predictor(images[:batch])
+    times = []
+    for start in range(0, len(images) - batch + 1, batch):
+        t = time.perf_counter()
+        predictor(images[start:start + batch])
+        times.append(time.perf_counter() - t)
+    median = float(np.median(times))
+    return batch / median, median * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--concurrency", default="1,32", help="comma-separated client thread counts")
+    args = parser.parse_args()
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+
+    import pdx
+    from pdx.export import Client, export, load
+    from pdx.jit import InputSpec
+    from pdx.vision.models import LeNet
+
+    pdx.seed(0)
+    net = LeNet()
+    net.eval()
+    tmp = tempfile.mkdtemp(prefix="pdx-serve-bench-")
+    path = str(export(net, os.path.join(tmp, "lenet"), [InputSpec([None, 1, 28, 28], "float32", "image")],
+                      name="lenet", differentiable=False))
+    images = np.random.default_rng(0).standard_normal((args.requests, 1, 28, 28)).astype(np.float32)
+
+    rows = []
+    predictor = load(path)
+    for batch in (1, 32):
+        per_s, ms = _direct(predictor, images, batch)
+        rows.append((f"predictor() in-process, batch {batch}", "-", "-", per_s, ms, float("nan")))
+
+    # (--max-batch-size, --batch-timeout-ms)
+    for max_batch, wait_ms in ((32, 0.0), (32, 2.0), (1, 0.0)):
+        label = f"pdx serve, batch<={max_batch}, wait {wait_ms:g} ms" if max_batch > 1 else "pdx serve, no batching"
+        with open(os.path.join(tmp, f"serve-{max_batch}-{wait_ms}.log"), "w+") as log:
+            proc, url = _start(path, max_batch, wait_ms, log)
+            try:
+                client = Client(url)
+                client.wait_ready(180)
+                for concurrency in concurrencies:
+                    for binary in (False, True):
+                        per_s, p50, p99 = _load(client, "lenet", images, concurrency, binary)
+                        rows.append((label, concurrency, ".npy" if binary else "JSON", per_s, p50, p99))
+                        print(f"  {label:<36} c={concurrency:<3} {'npy' if binary else 'json':<4} "
+                              f"{per_s:8.0f}/s  p50 {p50:7.2f} ms  p99 {p99:7.2f} ms", flush=True)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
+
+    print(f"\nLeNet, single-image requests, {args.requests} per row, {os.cpu_count()} CPU cores")
+    print(f"| {'setup':<36} | clients | body | images/s | p50 ms | p99 ms |")
+    print(f"|{'-' * 38}|--------:|------|---------:|-------:|-------:|")
+    for label, conc, body, per_s, p50, p99 in rows:
+        p99_text = "" if np.isnan(p99) else f"{p99:.2f}"
+        print(f"| {label:<36} | {conc!s:>7} | {body:<4} | {per_s:8.0f} | {p50:6.2f} | {p99_text:>6} |")
+
+
+if __name__ == "__main__":
+    main()
