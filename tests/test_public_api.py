@@ -5,7 +5,8 @@ import importlib
 import pytest
 
 PACKAGES = ["pdx", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
-            "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models"]
+            "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models",
+            "pdx.kernels"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
