@@ -22,5 +22,5 @@ from pdx.export._runtime import Predictor, load
 from pdx.export._server import create_app, serve
 from pdx.export._translated import TranslatedLayer
 
-__all__ = ["ArtifactError", "Predictor", "TARGETS", "TranslatedLayer", "export", "load"]
-__all__ += ["Client", "ServerError", "create_app", "serve"]
+__all__ = ["ArtifactError", "Client", "Predictor", "ServerError", "TARGETS", "TranslatedLayer", "create_app",
+           "export", "load", "serve"]
