@@ -5,7 +5,7 @@ with `pdx.jit`. Paddle's tensor ops live at the top level (`pdx.concat`,
 `pdx.matmul`, ...); layers in `pdx.nn`, optimizers in `pdx.optimizer`.
 """
 
-from pdx import jit, nn, ops, optimizer, parallel, regularizer, static
+from pdx import io, jit, nn, ops, optimizer, parallel, regularizer, static
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._random import get_rng_state, seed, set_rng_state
@@ -21,6 +21,7 @@ __all__ = [
     "get_default_dtype",
     "get_rng_state",
     "grad",
+    "io",
     "jit",
     "nn",
     "no_grad",

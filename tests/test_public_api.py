@@ -6,7 +6,7 @@ import pytest
 
 PACKAGES = ["pdx", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models",
-            "pdx.kernels"]
+            "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -5,6 +5,6 @@
     pdx.vision.transforms   numpy transforms run in data-loader workers
 """
 
-from pdx.vision import models
+from pdx.vision import datasets, models, transforms
 
-__all__: list[str] = ["models"]
+__all__: list[str] = ["datasets", "models", "transforms"]

@@ -132,7 +132,9 @@ class Normalize(BaseTransform):
       mean: a number or one value per channel.
       std: a number or one value per channel.
       data_format: layout of the input, "CHW" (default, after ToTensor) or "HWC".
-      to_rgb: reverse the channel order first (BGR -> RGB).
+      to_rgb: reverse the channel order first (BGR -> RGB). On CHW input
+        pdx reverses the channel axis; Paddle's numpy path reverses the last
+        axis whatever the layout.
       keys: see `BaseTransform`.
 
     Returns:
