@@ -271,7 +271,7 @@ def _precision(dtype):
     return lax.Precision.HIGHEST if dtype == jnp.float32 else None
 
 
-def _specs(b_heads, seq_q, seq_k, d, g, bias_shape, *, q_block, k_block, q_axis_is_grid):
+def _specs(d, g, bias_shape, *, q_block, k_block, q_axis_is_grid):
     """BlockSpecs for (q, k, v, q_seg, kv_seg, bias) on a grid (blocks, B, Hq).
 
     q_axis_is_grid: the grid's first axis walks query blocks (forward, dQ) or key blocks (dK/dV).
@@ -306,7 +306,7 @@ def _forward(q, k, v, q_seg, kv_seg, bias, cfg, kv_len):
     sk, hk = k.shape[1], k.shape[2]
     bq, bk = cfg.blocks.block_q, cfg.blocks.block_k
     q_spec, k_spec, qseg_spec, kseg_spec, bias_spec = _specs(
-        b * hq, sq, sk, d, hq // hk, None if bias is None else bias.shape, q_block=bq, k_block=sk,
+        d, hq // hk, None if bias is None else bias.shape, q_block=bq, k_block=sk,
         q_axis_is_grid=True)
     kernel = functools.partial(_forward_kernel, scale=cfg.scale, causal=cfg.causal, kv_len=kv_len, block_k=bk,
                                num_k_blocks=pl.cdiv(kv_len or sk, bk), precision=_precision(q.dtype))
@@ -335,7 +335,7 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
     row_spec = pl.BlockSpec((None, None, sq), lambda n, b, h: (b, h, 0))
 
     q_spec, k_spec, qseg_spec, kseg_spec, bias_spec = _specs(
-        b * hq, sq, sk, d, g, bias_shape, q_block=sq, k_block=blocks.block_k_dkv, q_axis_is_grid=False)
+        d, g, bias_shape, q_block=sq, k_block=blocks.block_k_dkv, q_axis_is_grid=False)
     dkv_dtype = k.dtype if g == 1 else jnp.float32
     # dK/dV are written per query head; out_specs index by h, not h // g.
     dkv_spec = pl.BlockSpec((None, blocks.block_k_dkv, None, d), lambda n, b, h: (b, n, h, 0))
@@ -354,7 +354,7 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
     )(q, k, v, q_seg, kv_seg, bias, do, lse, delta)
 
     q_spec, k_spec, qseg_spec, kseg_spec, bias_spec = _specs(
-        b * hq, sq, sk, d, g, bias_shape, q_block=blocks.block_q_dq, k_block=sk, q_axis_is_grid=True)
+        d, g, bias_shape, q_block=blocks.block_q_dq, k_block=sk, q_axis_is_grid=True)
     lse_spec = pl.BlockSpec((None, None, blocks.block_q_dq), lambda n, b, h: (b, h, n))
     out_specs = [q_spec]
     out_shape = [jax.ShapeDtypeStruct(q.shape, q.dtype)]
