@@ -110,6 +110,11 @@ def _fmt(x: float) -> str:
     return repr(float(x))
 
 
+def _batch_sizes(max_batch_size: int) -> list[int]:
+    """Powers of two up to max_batch_size, and max_batch_size itself."""
+    return sorted({2 ** i for i in range(max_batch_size.bit_length())} | {max_batch_size})
+
+
 class _Metrics:
     """Request, latency, batch and queue metrics; updated only on the event loop thread."""
 
@@ -118,8 +123,7 @@ class _Metrics:
         self.requests: collections.Counter[int] = collections.Counter()
         self.latency = _Histogram(_LATENCY_BUCKETS)
         self.inference = _Histogram(_LATENCY_BUCKETS)
-        sizes = sorted({2 ** i for i in range(max(1, max_batch_size).bit_length())} | {max(1, max_batch_size)})
-        self.batch_size = _Histogram(sizes)
+        self.batch_size = _Histogram(_batch_sizes(max_batch_size))
 
     def render(self, queue_depth: int, ready: bool) -> str:
         labels = f'model="{_escape_label(self.model)}"'
@@ -127,7 +131,7 @@ class _Metrics:
                  "# TYPE pdx_serve_requests_total counter"]
         for code in sorted(self.requests):
             lines.append(f'pdx_serve_requests_total{{{labels},code="{code}"}} {self.requests[code]}')
-        lines += ["# HELP pdx_serve_request_latency_seconds Predict request latency, body read to response.",
+        lines += ["# HELP pdx_serve_request_latency_seconds Predict request latency in the server, request received to response ready.",
                   "# TYPE pdx_serve_request_latency_seconds histogram"]
         lines += self.latency.lines("pdx_serve_request_latency_seconds", labels)
         lines += ["# HELP pdx_serve_inference_seconds Model execution time per batch.",
@@ -209,29 +213,7 @@ def _decode_json(body: bytes, specs, max_depth: int) -> list:
         values = inputs
     else:
         raise _HTTPError(400, f'"inputs" must be an object or a list, got {type(inputs).__name__}')
-    return [_to_array(v, spec, i) for i, (v, spec) in enumerate(zip(values, specs))]
-
-
-def _to_array(value, spec, index: int) -> np.ndarray:
-    label = spec.name or f"input {index}"
-    want = np.dtype(spec.dtype)
-    try:
-        arr = np.asarray(value)
-    except ValueError as e:  # ragged nested lists
-        raise _HTTPError(400, f"{label}: not a rectangular nested list ({e})") from None
-    if arr.dtype.kind not in "biuf":
-        raise _HTTPError(400, f"{label}: expected numbers for dtype {want.name}, got JSON values of "
-                              f"numpy kind {arr.dtype.name!r}")
-    if want.kind in "iu" and arr.dtype.kind == "f":
-        raise _HTTPError(400, f"{label}: the model expects {want.name} but the JSON holds non-integer "
-                              "numbers; send integers")
-    if want.kind == "b" and arr.dtype.kind != "b":
-        raise _HTTPError(400, f"{label}: the model expects bool; send true/false")
-    with np.errstate(over="ignore"):
-        cast = arr.astype(want)
-    if want.kind in "iu" and not np.array_equal(cast, arr):
-        raise _HTTPError(400, f"{label}: integers out of range for {want.name}")
-    return cast
+    return values  # nested lists: predictor.check_inputs converts them to the declared dtypes
 
 
 def decode_npy(data: bytes, label: str = "body") -> np.ndarray:
@@ -253,8 +235,9 @@ def decode_npy(data: bytes, label: str = "body") -> np.ndarray:
     if len(data) - fp.tell() != count * dtype.itemsize:
         raise _HTTPError(400, f"{label}: .npy header declares shape {shape} of {dtype} "
                               f"({count * dtype.itemsize} bytes) but {len(data) - fp.tell()} data bytes follow")
-    arr = np.frombuffer(data, dtype, count, offset=fp.tell())
-    return arr.reshape(shape, order="F" if fortran else "C")
+    arr = np.frombuffer(data, dtype, count, offset=fp.tell()).reshape(shape, order="F" if fortran else "C")
+    # big-endian data: convert, so a float32 model does not refuse '>f4' as another dtype
+    return arr if dtype.isnative else arr.astype(dtype.newbyteorder("="))
 
 
 def _decode_npz(data: bytes, specs, limit: int) -> list:
@@ -327,7 +310,8 @@ class _Batcher:
     """Queues jobs, concatenates compatible ones along dim 0 and runs them on one worker thread.
 
     Batches are padded with zero rows up to a power of two (or max_batch_size)
-    so the runtime compiles a handful of batch shapes, all during warm-up.
+    so the runtime compiles a handful of batch shapes, all during warm-up. A
+    request with more rows than max_batch_size runs alone, at its own size.
     This assumes the model treats rows independently, which batched inference
     needs anyway; a model whose outputs do not keep the batch dim is detected
     and from then on run one request at a time.
@@ -348,9 +332,7 @@ class _Batcher:
 
     def buckets(self) -> list[int]:
         """Batch sizes the runtime sees (all compiled during warm-up)."""
-        if not self.batching:
-            return [1]
-        return sorted({2 ** i for i in range(self.max_batch_size.bit_length())} | {self.max_batch_size})
+        return _batch_sizes(self.max_batch_size) if self.batching else [1]
 
     def _bucket(self, rows: int) -> int:
         return next((b for b in self.buckets() if b >= rows), rows)
@@ -418,14 +400,13 @@ class _Batcher:
         return None
 
     async def _execute(self, batch: list[_Job], loop) -> None:
-        if len(batch) == 1 and batch[0].key is None:
-            inputs, rows, padded = batch[0].arrays, batch[0].rows, None
-        else:
-            rows = sum(j.rows for j in batch)
-            padded = self._bucket(rows)
-            inputs = [_concat_pad([j.arrays[i] for j in batch], padded) for i in range(len(batch[0].arrays))]
         start = time.perf_counter()
         try:
+            if len(batch) == 1 and batch[0].key is None:
+                inputs, padded = batch[0].arrays, None
+            else:
+                padded = self._bucket(sum(j.rows for j in batch))
+                inputs = [_concat_pad([j.arrays[i] for j in batch], padded) for i in range(len(batch[0].arrays))]
             outputs = await loop.run_in_executor(self._executor, self._run_model, inputs)
         except Exception as e:  # the model failed: every request in the batch gets the reason
             _log.exception("model execution failed")

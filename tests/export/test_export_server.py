@@ -163,6 +163,12 @@ def test_binary_npy_and_npz_bodies(server, model, rng):
     np.testing.assert_allclose(np.load(io.BytesIO(data)), reference(x), rtol=1e-5, atol=1e-5)
 
     buf = io.BytesIO()
+    np.save(buf, x.astype(">f4"))  # big-endian float32 is still float32
+    status, data = _post(url, buf.getvalue(), "application/x-npy", headers={"Accept": "application/x-npy"})
+    assert status == 200
+    np.testing.assert_allclose(np.load(io.BytesIO(data)), reference(x), rtol=1e-5, atol=1e-5)
+
+    buf = io.BytesIO()
     np.save(buf, x.astype(np.float64))
     status, body = _post(url, buf.getvalue(), "application/x-npy")
     assert status == 400 and "float64" in body["error"] and "float32" in body["error"]
