@@ -131,6 +131,15 @@ def read_meta(step_dir) -> dict:
         raise CheckpointCorruptError(f"{path} cannot be read: {e}", path=path) from None
 
 
+def _check_leaves(state) -> None:
+    leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    for path, leaf in leaves:
+        if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, bool)):
+            raise TypeError(
+                f"save(state=...): leaf {_path_str(path)!r} is a {type(leaf).__name__}; state leaves must be "
+                "arrays or Python/numpy scalars. Pass JSON-able side items as data_state= or metadata=.")
+
+
 def _json_checked(value, name: str):
     try:
         json.dumps(value, allow_nan=True)
@@ -360,6 +369,7 @@ class CheckpointManager:
         step = int(step)
         if not (force or self.should_save(step)):
             return False
+        _check_leaves(state)
         _json_checked(data_state, "data_state")
         _json_checked(metadata, "metadata")
         final = self.directory / str(step)
