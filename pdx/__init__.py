@@ -11,13 +11,25 @@ from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx.nn._layer import ParamAttr
 from pdx.ops import *  # noqa: F401,F403  (Paddle puts its tensor ops at top level)
+from pdx import amp, callbacks, hapi, metric, profiler  # noqa: E402  (after nn: they build on it)
+from pdx._train_state import TrainState  # noqa: E402
+from pdx.hapi import Model, flops, summary  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Gradients",
+    "Model",
+    "TrainState",
     "ParamAttr",
     "__version__",
+    "amp",
+    "callbacks",
+    "flops",
+    "hapi",
+    "metric",
+    "profiler",
+    "summary",
     "get_default_dtype",
     "get_rng_state",
     "grad",

@@ -6,7 +6,8 @@ import pytest
 
 PACKAGES = ["pdx", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models",
-            "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels"]
+            "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels",
+            "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

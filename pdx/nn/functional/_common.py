@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import next_key
+from pdx.amp._policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
 from pdx.ops._common import normalize_axis
 from pdx.nn.functional._args import (
     CHANNEL_FIRST, CHANNEL_LAST, array, compiled, error, float_array, is_int, ntuple, spatial_format,
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 
+@cast_inputs("linear", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def linear(x, weight, bias=None, name=None):
     """x @ weight + bias, with Paddle's weight layout `[in_features, out_features]`.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from pdx.amp._policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
 from pdx.nn.functional._args import (
     array, bcast_channel, channel_axis, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads,
     spatial_format,
@@ -133,6 +134,7 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     return _add_bias(out, bias, weight.shape[1] * groups, is_last, op)
 
 
+@cast_inputs("conv1d", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
     """1-D convolution (cross-correlation) of [N, C, L] (or NLC) with weight [out, in/groups, k].
@@ -158,6 +160,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 1, "conv1d")
 
 
+@cast_inputs("conv2d", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCHW", name=None):
     """2-D convolution (cross-correlation), Paddle's `F.conv2d`.
@@ -182,6 +185,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 2, "conv2d")
 
 
+@cast_inputs("conv3d", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
     """3-D convolution of [N, C, D, H, W] (or NDHWC) with weight [out, in/groups, kd, kh, kw].
@@ -207,6 +211,7 @@ def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
     return _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, 3, "conv3d")
 
 
+@cast_inputs("conv1d_transpose", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCL", name=None):
@@ -236,6 +241,7 @@ def conv1d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                               data_format, 1, "conv1d_transpose")
 
 
+@cast_inputs("conv2d_transpose", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1,
                      output_size=None, data_format="NCHW", name=None):
@@ -267,6 +273,7 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                               data_format, 2, "conv2d_transpose")
 
 
+@cast_inputs("conv3d_transpose", "x", "weight", "bias")
 @compiled("x", "weight", "bias")
 def conv3d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
                      output_size=None, data_format="NCDHW", name=None):

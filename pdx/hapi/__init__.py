@@ -1,0 +1,12 @@
+"""pdx.hapi: Paddle's high-level API — `Model` (fit/evaluate/predict over one
+compiled step on a `pdx.TrainState`), `summary` and `flops`.
+
+Callbacks live in `pdx.callbacks`, metrics in `pdx.metric`, mixed precision
+in `pdx.amp`; see README.md in this directory for how a batch flows.
+"""
+
+from pdx.hapi._model import Model
+from pdx.hapi._summary import flops
+from pdx.hapi._summary import summary
+
+__all__ = ["Model", "flops", "summary"]
