@@ -440,3 +440,23 @@ def test_two_inputs_two_outputs_batched_and_split_back(tmp_path, rng):
         gated.gate.set()
         server.should_exit = True
         thread.join(30)
+
+
+def test_iree_runtime_serves_the_same_outputs(tmp_path, rng):
+    """`runtime="iree"`: the host .vmfb of the same artifact behind the same server."""
+    pdx.seed(3)
+    net = pdx.nn.Sequential(pdx.nn.Linear(16, 8), pdx.nn.Tanh())
+    net.eval()
+    path = export(net, tmp_path / "tiny", [InputSpec([None, 16], "float32", "x")], targets=("xla", "iree-llvm-cpu"),
+                  name="tiny", differentiable=False, iree_batch_split=True)
+    w = {k: np.asarray(v) for k, v in net.state_dict().items()}
+    server, thread, url = _start_in_thread(create_app(str(path), runtime="iree", max_batch_size=4))
+    try:
+        client = Client(url)
+        client.wait_ready(60)
+        x = rng.standard_normal((3, 16)).astype(np.float32)
+        np.testing.assert_allclose(client.predict("tiny", x), np.tanh(x @ w["0.weight"] + w["0.bias"]),
+                                   rtol=1e-4, atol=1e-5)
+    finally:
+        server.should_exit = True
+        thread.join(30)
