@@ -7,7 +7,7 @@ import pytest
 PACKAGES = ["pdx", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.static", "pdx.regularizer", "pdx.vision.models",
             "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels",
-            "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler"]
+            "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler", "pdx.export"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
