@@ -14,10 +14,15 @@ from pdx.ops import *  # noqa: F401,F403  (Paddle puts its tensor ops at top lev
 from pdx import amp, callbacks, hapi, metric, profiler  # noqa: E402  (after nn: they build on it)
 from pdx._train_state import TrainState  # noqa: E402
 from pdx.hapi import Model, flops, summary  # noqa: E402
+from pdx import checkpoint  # noqa: E402
+from pdx.checkpoint import load, save  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "checkpoint",
+    "load",
+    "save",
     "Gradients",
     "Model",
     "TrainState",

@@ -44,7 +44,7 @@ def _to_numpy(value, where: str) -> np.ndarray | None:
 
 
 def _encode(obj, path: tuple, tensors: dict):
-    where = _SEP.join(path) or "the object"
+    where = repr(_SEP.join(path)) if path else "the object"
     array = _to_numpy(obj, where)
     if array is not None:
         if array.dtype.hasobject:

@@ -24,6 +24,9 @@ except ImportError:  # numpy < 2
 __all__ = ["load_pdparams", "PickleRefusedError"]
 
 
+_NAME_TABLE = "StructuredToParameterName@@"
+
+
 class PickleRefusedError(pickle.UnpicklingError):
     """The pickle asks for something other than arrays and plain containers."""
 
@@ -127,4 +130,7 @@ def load_pdparams(path) -> dict:
         raise
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as e:
         raise ValueError(f"load_pdparams({str(path)!r}): the file is not a valid Paddle pickle: {e}") from None
-    return _untag(obj)
+    obj = _untag(obj)
+    if isinstance(obj, dict):
+        obj.pop(_NAME_TABLE, None)  # Paddle's structured-name -> variable-name table, as paddle.load drops it
+    return obj
