@@ -71,6 +71,7 @@ from pdx.nn._norm import (
     LayerNorm,
     RMSNorm,
 )
+from pdx.nn._recompute import recompute, scan_layers
 from pdx.nn._pooling import (
     AdaptiveAvgPool1D,
     AdaptiveAvgPool2D,
@@ -178,4 +179,6 @@ __all__ = [
     "axes",
     "functional",
     "initializer",
+    "recompute",
+    "scan_layers",
 ]

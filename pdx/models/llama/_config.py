@@ -1,0 +1,97 @@
+"""LlamaConfig and its presets."""
+
+from __future__ import annotations
+
+import dataclasses
+
+_FIELD_HELP = {
+    "vocab_size": "tokens in the vocabulary",
+    "hidden_size": "model width (embedding size)",
+    "intermediate_size": "SwiGLU hidden width",
+    "num_hidden_layers": "decoder layers",
+    "num_attention_heads": "query heads",
+    "num_key_value_heads": "key/value heads (< num_attention_heads = grouped-query attention); None = same",
+    "max_position_embeddings": "longest sequence (KV-cache size for generation)",
+    "rms_norm_eps": "RMSNorm epsilon",
+    "rope_theta": "RoPE base frequency",
+    "tie_word_embeddings": "share the embedding matrix with the LM head",
+    "scan_layers": "run the decoder layers with one lax.scan (compile time independent of depth)",
+    "recompute": "activation recompute policy per layer: None, 'full', 'dots', 'dots_with_no_batch_dims'",
+    "attention_impl": "kernel dispatch for attention: 'auto', 'pallas', 'xla', 'cudnn'",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaConfig:
+    """Hyperparameters of a LLaMA-style decoder (Hugging Face's field names).
+
+    Example:
+      >>> from pdx.models.llama import LlamaConfig
+      >>> LlamaConfig.from_preset("tiny", num_hidden_layers=4).num_hidden_layers
+      4
+    """
+
+    vocab_size: int = 32000
+    hidden_size: int = 4096
+    intermediate_size: int = 11008
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 32
+    num_key_value_heads: int | None = None
+    max_position_embeddings: int = 2048
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = False
+    scan_layers: bool = False
+    recompute: str | None = None
+    attention_impl: str = "auto"
+
+    def __post_init__(self):
+        if self.num_key_value_heads is None:
+            object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"LlamaConfig: hidden_size={self.hidden_size} must be divisible by "
+                             f"num_attention_heads={self.num_attention_heads}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"LlamaConfig: num_attention_heads={self.num_attention_heads} must be a multiple of "
+                             f"num_key_value_heads={self.num_key_value_heads}")
+        if (self.hidden_size // self.num_attention_heads) % 2:
+            raise ValueError(f"LlamaConfig: head_dim={self.hidden_size // self.num_attention_heads} must be even for RoPE")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> "LlamaConfig":
+        """A preset ("tiny", "125m", "1b", "7b") with some fields overridden."""
+        if name not in PRESETS:
+            raise ValueError(f"LlamaConfig.from_preset: unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"LlamaConfig.from_preset: unknown fields {unknown}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Field name -> description."""
+        return dict(_FIELD_HELP)
+
+    def num_params(self) -> int:
+        """Parameter count (embedding and head counted once when tied)."""
+        h, i, l, v = self.hidden_size, self.intermediate_size, self.num_hidden_layers, self.vocab_size
+        kv = self.num_key_value_heads * self.head_dim
+        per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
+        return v * h * (1 if self.tie_word_embeddings else 2) + l * per_layer + h
+
+
+# Presets override the defaults only. 1b follows TinyLlama-1.1B, 7b LLaMA-2-7B.
+PRESETS = {
+    "tiny": dict(vocab_size=256, hidden_size=64, intermediate_size=176, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256),
+    "125m": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                 num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048),
+    "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=4096),
+    "7b": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096),
+}

@@ -1,0 +1,75 @@
+"""Import Hugging Face LLaMA weights (safetensors) into LlamaForCausalLM."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+# Linear weights are stored [out, in] by Hugging Face (torch) and [in, out] by Paddle and pdx.
+_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
+_SKIP = ("rotary_emb.inv_freq",)
+
+
+def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None = None) -> dict:
+    """Hugging Face LLaMA state dict -> pdx LlamaForCausalLM state dict (numpy arrays).
+
+    Args:
+      hf_state: name -> array (numpy, torch tensors via `.numpy()`, or safetensors output).
+      name_map: optional hook applied to each Hugging Face name first; return
+        the pdx name, or None to drop the tensor (for checkpoints with other
+        prefixes, e.g. `lambda n: n.removeprefix("base_model.")`).
+
+    Returns:
+      name -> numpy array, ready for `model.set_state_dict`.
+
+    Example: `model.set_state_dict(hf_to_pdx(safetensors.numpy.load_file("model.safetensors")))`.
+    """
+    out = {}
+    for name, value in hf_state.items():
+        name = name_map(name) if name_map is not None else name
+        if name is None or name.endswith(_SKIP):
+            continue
+        array = np.asarray(value.numpy() if hasattr(value, "numpy") and not isinstance(value, np.ndarray) else value)
+        parts = name.split(".")
+        if len(parts) >= 2 and parts[-1] == "weight" and parts[-2] in _LINEARS:
+            array = array.T
+        out[name] = np.ascontiguousarray(array)
+    return out
+
+
+def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | None] | None = None, strict: bool = True):
+    """Load Hugging Face LLaMA `*.safetensors` (a file or a directory of shards) into `model`.
+
+    Args:
+      model: a `LlamaForCausalLM` whose config matches the checkpoint.
+      path: a `.safetensors` file or a directory holding `*.safetensors` shards.
+      name_map: see `hf_to_pdx`.
+      strict: raise when a parameter is missing or a tensor is left over.
+
+    Returns:
+      (missing_keys, unexpected_keys).
+
+    Example: `load_hf_safetensors(LlamaForCausalLM(cfg), "/models/llama-2-7b")`.
+    """
+    from safetensors.numpy import load_file
+
+    if os.path.isdir(path):
+        files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
+        if not files:
+            raise FileNotFoundError(f"load_hf_safetensors: no *.safetensors files in {path!r}")
+    elif os.path.isfile(path):
+        files = [path]
+    else:
+        raise FileNotFoundError(f"load_hf_safetensors: {path!r} is neither a .safetensors file nor a directory")
+    state = {}
+    for f in files:
+        state.update(load_file(f))
+    missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map))
+    if strict and (missing or unexpected):
+        raise ValueError(f"load_hf_safetensors: the checkpoint does not match the model: missing {missing[:8]}, "
+                         f"unexpected {unexpected[:8]}; check the config (layers, tie_word_embeddings) or pass "
+                         "name_map= / strict=False")
+    return missing, unexpected

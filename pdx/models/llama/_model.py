@@ -1,0 +1,198 @@
+"""LLaMA-style decoder: RMSNorm, rotary position embeddings, SwiGLU, grouped-query attention.
+
+State-dict names follow Hugging Face's `LlamaForCausalLM` (`model.layers.0.self_attn.q_proj.weight`),
+with Paddle's `[in, out]` Linear weights (see `_hf.py` for the import).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+import pdx.nn.functional as F
+from pdx import kernels
+from pdx.models.llama._config import LlamaConfig
+from pdx.nn import Embedding, Layer, LayerList, Linear, ParamAttr, RMSNorm, axes, recompute, scan_layers
+from pdx.nn.initializer import Normal
+
+
+def _linear(n_in, n_out, names, rngs):
+    return Linear(n_in, n_out, weight_attr=ParamAttr(initializer=Normal(0.0, 0.02)), bias_attr=False,
+                  axis_names=names, rngs=rngs)
+
+
+def rope_tables(positions, head_dim: int, theta: float):
+    """cos and sin tables for integer `positions` (..., S) -> (..., S, 1, head_dim) each."""
+    inv_freq = 1.0 / (theta ** (jnp.arange(0, head_dim, 2, dtype=jnp.float32) / head_dim))
+    freqs = positions.astype(jnp.float32)[..., None] * inv_freq            # (..., S, D/2)
+    angles = jnp.concatenate([freqs, freqs], axis=-1)[..., None, :]          # (..., S, 1, D)
+    return jnp.cos(angles), jnp.sin(angles)
+
+
+def apply_rope(x, cos, sin):
+    """Rotate (B, S, H, D) queries or keys by their positions (the rotate-half convention)."""
+    half = x.shape[-1] // 2
+    rotated = jnp.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return (x * cos + rotated * sin).astype(x.dtype)
+
+
+class LlamaAttention(Layer):
+    """Grouped-query self-attention with RoPE; attention through `pdx.kernels.flash_attention`."""
+
+    def __init__(self, config: LlamaConfig, *, rngs=None):
+        super().__init__()
+        h, d = config.hidden_size, config.head_dim
+        self.config = config
+        self.q_proj = _linear(h, config.num_attention_heads * d, (axes.EMBED, axes.HEADS), rngs)
+        self.k_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs)
+        self.v_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs)
+        self.o_proj = _linear(config.num_attention_heads * d, h, (axes.HEADS, axes.EMBED), rngs)
+
+    def _qkv(self, x, cos, sin):
+        b, s, _ = x.shape
+        c = self.config
+        q = self.q_proj(x).reshape(b, s, c.num_attention_heads, c.head_dim)
+        k = self.k_proj(x).reshape(b, s, c.num_key_value_heads, c.head_dim)
+        v = self.v_proj(x).reshape(b, s, c.num_key_value_heads, c.head_dim)
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+    def forward(self, x, cos, sin):  # x: (B, S, hidden)
+        q, k, v = self._qkv(x, cos, sin)
+        out = kernels.flash_attention(q, k, v, causal=True, impl=self.config.attention_impl)
+        return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1))
+
+    def decode(self, x, cos, sin, cache, index):
+        """Attend from x (positions index..index+S-1) to the cache after writing x's keys/values into it."""
+        q, k, v = self._qkv(x, cos, sin)
+        k_cache = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), index, axis=1)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), index, axis=1)
+        q_pos = index + jnp.arange(x.shape[1])
+        visible = jnp.arange(k_cache.shape[1])[None, :] <= q_pos[:, None]      # (S, L)
+        out = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible, training=False)
+        return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1)), (k_cache, v_cache)
+
+
+class LlamaMLP(Layer):
+    """SwiGLU feed-forward: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, config: LlamaConfig, *, rngs=None):
+        super().__init__()
+        h, i = config.hidden_size, config.intermediate_size
+        self.gate_proj = _linear(h, i, (axes.EMBED, axes.MLP), rngs)
+        self.up_proj = _linear(h, i, (axes.EMBED, axes.MLP), rngs)
+        self.down_proj = _linear(i, h, (axes.MLP, axes.EMBED), rngs)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaDecoderLayer(Layer):
+    """Pre-norm block: x + attn(norm(x)), then + mlp(norm(x))."""
+
+    def __init__(self, config: LlamaConfig, *, rngs=None):
+        super().__init__()
+        self.self_attn = LlamaAttention(config, rngs=rngs)
+        self.mlp = LlamaMLP(config, rngs=rngs)
+        self.input_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+    def decode(self, x, cos, sin, cache, index):
+        attn, cache = self.self_attn.decode(self.input_layernorm(x), cos, sin, cache, index)
+        x = x + attn
+        return x + self.mlp(self.post_attention_layernorm(x)), cache
+
+
+class LlamaModel(Layer):
+    """Token embedding, decoder layers, final RMSNorm -> hidden states (B, S, hidden)."""
+
+    def __init__(self, config: LlamaConfig, *, rngs=None):
+        super().__init__()
+        self.config = config
+        self.embed_tokens = Embedding(config.vocab_size, config.hidden_size,
+                                      weight_attr=ParamAttr(initializer=Normal(0.0, 0.02)), rngs=rngs)
+        self.layers = LayerList([LlamaDecoderLayer(config, rngs=rngs) for _ in range(config.num_hidden_layers)])
+        self.norm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
+
+    def forward(self, input_ids, positions=None):
+        c = self.config
+        if positions is None:
+            positions = jnp.arange(input_ids.shape[-1])[None, :]
+        cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
+        x = self.embed_tokens(input_ids)
+        if c.scan_layers:
+            x = scan_layers(self.layers, x, cos, sin, policy=c.recompute)
+        else:
+            for layer in self.layers:
+                x = (recompute(layer, policy=c.recompute) if c.recompute else layer)(x, cos, sin)
+        return self.norm(x)
+
+    def decode(self, input_ids, cache, index):
+        c = self.config
+        positions = index + jnp.arange(input_ids.shape[-1])[None, :]
+        cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
+        x = self.embed_tokens(input_ids)
+        new_cache = []
+        for layer, layer_cache in zip(self.layers, cache):
+            x, layer_cache = layer.decode(x, cos, sin, layer_cache, index)
+            new_cache.append(layer_cache)
+        return self.norm(x), new_cache
+
+
+class LlamaForCausalLM(Layer):
+    """LLaMA decoder with a language-model head: input ids (B, S) -> logits (B, S, vocab).
+
+    Args:
+      config: a `LlamaConfig` (or a preset name: "tiny", "125m", "1b", "7b").
+      rngs: keyword-only seed / key for parameter initialization.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> from pdx.models.llama import LlamaForCausalLM
+      >>> model = LlamaForCausalLM("tiny")
+      >>> model(jnp.zeros((2, 8), jnp.int32)).shape
+      (2, 8, 256)
+    """
+
+    def __init__(self, config: LlamaConfig | str, *, rngs=None):
+        super().__init__()
+        if isinstance(config, str):
+            config = LlamaConfig.from_preset(config)
+        if not isinstance(config, LlamaConfig):
+            raise TypeError(f"LlamaForCausalLM: config must be a LlamaConfig or a preset name; got {type(config).__name__}")
+        self.config = config
+        self.model = LlamaModel(config, rngs=rngs)
+        if not config.tie_word_embeddings:
+            self.lm_head = _linear(config.hidden_size, config.vocab_size, (axes.EMBED, axes.VOCAB), rngs)
+
+    def head(self, hidden):
+        """Logits from hidden states (the tied embedding transposed, or lm_head)."""
+        if self.config.tie_word_embeddings:
+            return hidden @ self.model.embed_tokens.weight[...].T
+        return self.lm_head(hidden)
+
+    def forward(self, input_ids, positions=None):
+        return self.head(self.model(input_ids, positions))
+
+    def init_cache(self, batch_size: int, max_length: int, dtype=jnp.float32):
+        """An empty KV cache: per layer (keys, values), each (B, max_length, kv_heads, head_dim)."""
+        c = self.config
+        if max_length > c.max_position_embeddings:
+            raise ValueError(f"init_cache: max_length={max_length} exceeds max_position_embeddings="
+                             f"{c.max_position_embeddings}; shorten the prompt or max_new_tokens")
+        shape = (batch_size, max_length, c.num_key_value_heads, c.head_dim)
+        return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.num_hidden_layers)]
+
+    def decode(self, input_ids, cache, index):
+        """Logits of input_ids placed at positions index.. with the cache, and the updated cache."""
+        hidden, cache = self.model.decode(input_ids, cache, index)
+        return self.head(hidden), cache
+
+    def generate(self, input_ids, max_new_tokens: int = 20, **kwargs):
+        """Continue `input_ids` (B, P); see `pdx.models.llama.generate` for the options."""
+        from pdx.models.llama._generation import generate
+
+        return generate(self, input_ids, max_new_tokens, **kwargs)

@@ -1,0 +1,137 @@
+"""Activation recomputation and scanning over identical layers.
+
+Both run a Layer as a pure function of its Variables' values (the same
+swap pdx.jit uses): `recompute` wraps it in `jax.checkpoint` so the backward
+pass recomputes activations instead of storing them; `scan_layers` stacks
+the values of N structurally identical layers and runs them with one
+`lax.scan`, so tracing and compile time do not grow with depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from pdx._graph import Graph, _set_raw, run_with_values
+
+# Paddle's recompute keeps nothing; the others trade memory for compute like MaxText's remat policies.
+_POLICIES = {
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.dots_saveable,
+    "dots_with_no_batch_dims": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "none": jax.checkpoint_policies.everything_saveable,
+}
+
+
+def _policy(policy):
+    if policy is None or callable(policy):
+        return policy if policy is not None else _POLICIES["full"]
+    if policy not in _POLICIES:
+        raise ValueError(f"recompute: unknown policy {policy!r}; use one of {sorted(_POLICIES)} or a "
+                         "jax.checkpoint_policies function")
+    return _POLICIES[policy]
+
+
+def _write_back(graph: Graph, new_values: Sequence) -> None:
+    """Keep what the forward changed in buffers (batch-norm statistics, RNG counters)."""
+    for var, value in zip(graph.variables, new_values):
+        if not isinstance(var, nnx.Param) and value is not var.get_raw_value():
+            _set_raw(var, value)
+
+
+def recompute(function, *, policy="full") -> Callable:
+    """Wrap a Layer (or a function) so its activations are recomputed in the backward pass.
+
+    Paddle's `paddle.distributed.fleet.utils.recompute(function, *args)` calls
+    at once; pdx returns the wrapped callable (call it like the original).
+
+    Args:
+      function: a `pdx.nn.Layer` or a function of arrays (it may close over layers).
+      policy: what may be kept instead of recomputed: "full" (nothing; Paddle's
+        behaviour), "dots" (matmul outputs), "dots_with_no_batch_dims", "none"
+        (keep everything), or a `jax.checkpoint_policies` function.
+
+    Returns:
+      A callable with the same signature and results.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> block = pdx.nn.Linear(4, 4)
+      >>> y = pdx.nn.recompute(block)(jnp.ones((2, 4)))
+      >>> y.shape
+      (2, 4)
+    """
+    chosen = _policy(policy)
+    if not isinstance(function, nnx.Module):
+        if not callable(function):
+            raise TypeError(f"recompute: expected a Layer or a function; got {type(function).__name__}")
+        return jax.checkpoint(function, policy=chosen)
+    layer = function
+
+    def call(*args, **kwargs):
+        graph = Graph([layer])
+
+        def pure(values, args, kwargs):
+            return run_with_values(graph, values, layer, *args, **kwargs)
+
+        out, new_values = jax.checkpoint(pure, policy=chosen)(graph.values(), args, kwargs)
+        _write_back(graph, new_values)
+        return out
+
+    call.__doc__ = f"{type(layer).__name__}.forward, recomputed in the backward pass (policy={policy!r})."
+    return call
+
+
+def scan_layers(layers: Sequence, x, *args, policy=None, **kwargs):
+    """Run `x` through identical layers one after another with one `lax.scan`.
+
+    Equivalent to `for layer in layers: x = layer(x, *args, **kwargs)`, but the
+    body is traced once, so compile time does not grow with the number of
+    layers. Each layer keeps its own parameters (and state-dict names); their
+    values are stacked for the scan (one copy of the layer weights per call).
+
+    Args:
+      layers: Layers with identical structure (same classes, shapes, dtypes).
+      x: the carried activation; each layer returns the next one.
+      *args, **kwargs: extra inputs given to every layer unchanged.
+      policy: optional recompute policy for the body (see `recompute`).
+
+    Returns:
+      The last layer's output.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> blocks = pdx.nn.LayerList([pdx.nn.Linear(4, 4) for _ in range(3)])
+      >>> pdx.nn.scan_layers(blocks, jnp.ones((2, 4))).shape
+      (2, 4)
+    """
+    layers = list(layers)
+    if not layers:
+        return x
+    graphs = [Graph([layer]) for layer in layers]
+    first = nnx.graphdef(layers[0])
+    for i, layer in enumerate(layers[1:], 1):
+        if nnx.graphdef(layer) != first or len(graphs[i].variables) != len(graphs[0].variables):
+            raise ValueError(f"scan_layers: layer {i} ({type(layer).__name__}) differs in structure from layer 0; "
+                             "scan needs identical layers (same classes, shapes and settings) — run the loop instead")
+    stacked = [jnp.stack(vals) for vals in zip(*(g.values() for g in graphs))]
+    template, graph = layers[0], graphs[0]
+    saved = graph.values()
+
+    def body(carry, values):
+        out, new_values = run_with_values(graph, values, template, carry, *args, **kwargs)
+        return out, new_values
+
+    if policy is not None:
+        body = jax.checkpoint(body, policy=_policy(policy))
+    try:
+        out, new_stacked = jax.lax.scan(body, x, stacked)
+    finally:
+        for var, value in zip(graph.variables, saved):
+            _set_raw(var, value)
+    for i, g in enumerate(graphs):
+        _write_back(g, [v[i] for v in new_stacked])
+    return out
