@@ -33,7 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-body-bytes", type=int, default=_server.DEFAULT_MAX_BODY_BYTES,
                         help="largest request body; larger get HTTP 413 (default %(default)s)")
     parser.add_argument("--timeout-s", type=float, default=_server.DEFAULT_TIMEOUT_S,
-                        help="per-request limit on queueing plus inference; HTTP 504 beyond (default %(default)s)")
+                        help="per-request limit from arrival to answer: 408 if the body is not in by then, "
+                             "504 if the result is not (default %(default)s)")
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                         help="server log level (default %(default)s)")
     parser.set_defaults(func=run)

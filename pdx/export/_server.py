@@ -563,17 +563,22 @@ class _Service:
                              else f"model failed to load: {self.load_error}")
         if name != self.name:
             raise _HTTPError(404, f"no model named {name!r}; this server serves {self.name!r}")
-        body = await _read_body(request, self.max_body_bytes)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s  # one budget: body upload, queueing and inference
+        try:
+            body = await asyncio.wait_for(_read_body(request, self.max_body_bytes), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise _HTTPError(408, f"request body not received within {self.timeout_s:g} s (--timeout-s)") from None
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         specs = tuple(self.predictor.input_specs)
         decode = lambda: self._validate(_decode(body, content_type, specs, self.max_body_bytes, self.max_json_depth))
         if len(body) <= _INLINE_DECODE_BYTES:
             arrays = decode()
         else:
-            arrays = await asyncio.get_running_loop().run_in_executor(None, decode)
+            arrays = await loop.run_in_executor(None, decode)
         job = self.batcher.submit(arrays)
         try:
-            outputs = await asyncio.wait_for(job.future, self.timeout_s)
+            outputs = await asyncio.wait_for(job.future, max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
             self.batcher.discard(job)
             raise _HTTPError(504, f"no result within {self.timeout_s:g} s (--timeout-s)") from None
@@ -660,7 +665,8 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
         what queued while the previous batch ran (no added latency when idle).
       max_queue: most requests waiting; more are answered 503.
       max_body_bytes: largest request body (413 beyond, checked while reading).
-      timeout_s: per-request limit on queueing plus inference (504 beyond).
+      timeout_s: per-request limit from arrival to answer: a body not received by then
+        is answered 408, a result not computed by then 504.
       max_json_depth: deepest JSON nesting accepted (400 beyond, checked before parsing).
       on_load_error: called with the reason if the model fails to load.
 

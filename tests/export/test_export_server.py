@@ -56,6 +56,7 @@ def server(model):
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         url = _wait_for_url(proc, log)
+        assert url.startswith("http://127.0.0.1:"), url  # loopback unless --host says otherwise
         client = Client(url)
         client.wait_ready(timeout=120)
         yield url, client
@@ -293,7 +294,7 @@ def _start_in_thread(app):
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def test_ready_after_warm_up_queue_full_503_and_timeout_504(model):
+def test_ready_after_warm_up_queue_full_503_and_timeouts_504_408(model):
     path, reference = model
     gated = _Gated(load(path))
     app = create_app(gated, max_batch_size=1, max_queue=1, timeout_s=3.0)
@@ -332,9 +333,15 @@ def test_ready_after_warm_up_queue_full_503_and_timeout_504(model):
             client.predict("mlp", np.ones((1, 16), np.float32))
         assert e.value.status_code == 503 and "queue full" in e.value.message
         assert client.live()  # the event loop answers while the model thread is busy
+        # a body that never finishes arriving is cut off by the same per-request budget
+        slow = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=30)
+        slow.sendall(b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{\"inputs\": ")
         first.join(30)
         second.join(30)
         assert errors == {"running": 504, "queued": 504}
+        with slow:
+            assert slow.recv(65536).startswith(b"HTTP/1.1 408")
 
         gated.gate.set()
         x = np.full((1, 16), 0.5, np.float32)
@@ -343,6 +350,7 @@ def test_ready_after_warm_up_queue_full_503_and_timeout_504(model):
         assert _metric(text, "pdx_serve_requests_total", code="503") == 2
         assert _metric(text, "pdx_serve_requests_total", code="504") == 2
         assert _metric(text, "pdx_serve_requests_total", code="200") == 1
+        assert _metric(text, "pdx_serve_requests_total", code="408") == 1
     finally:
         gated.gate.set()
         server.should_exit = True
