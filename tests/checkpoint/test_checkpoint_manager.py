@@ -196,3 +196,20 @@ def test_partial_restore_with_dtype_cast(tmp_path, rng):
             mgr.restore(target={"params": {"nope": jax.ShapeDtypeStruct((2,), jnp.float32)}})
         with pytest.raises(ValueError, match="shape"):
             mgr.restore(target={"params": {"fc.bias": jax.ShapeDtypeStruct((9,), jnp.float32)}})
+
+
+def test_pdx_train_state_round_trip(tmp_path, rng):
+    import pdx
+
+    pdx.seed(0)
+    net = pdx.nn.Sequential(pdx.nn.Linear(3, 4), pdx.nn.Dropout(0.5), pdx.nn.Linear(4, 1))
+    opt = pdx.optimizer.AdamW(1e-2, parameters=net.parameters())
+    state = pdx.TrainState.create(net, opt)
+    grads = jax.tree.map(lambda p: jnp.ones_like(p), state.params)
+    state = state.apply_gradients(grads)
+    with _manager(tmp_path) as mgr:
+        mgr.save(int(state.step), state)
+        fresh = pdx.TrainState.create(net, opt)
+        ckpt = mgr.restore(target=fresh)
+    assert type(ckpt.state) is pdx.TrainState and int(ckpt.state.step) == 1
+    _assert_same(ckpt.state, state)
