@@ -118,11 +118,11 @@ class _LoadBatch:
 
 
 class _WorkerInit:
-    def __init__(self, user_fn: Callable[[int], Any] | None):
-        self.user_fn = user_fn
+    def __init__(self, user_fn: Callable[[int], Any] | None, seed: int):
+        self.user_fn, self.seed = user_fn, seed
 
     def __call__(self, worker_id: int, num_workers: int) -> None:
-        _worker._set_worker(worker_id, num_workers)
+        _worker._set_worker(worker_id, num_workers, self.seed)
         if self.user_fn is not None:
             self.user_fn(worker_id)
 
@@ -400,7 +400,7 @@ class _Stream:
         if self.num_workers > 0:
             options = grain.MultiprocessingOptions(num_workers=self.num_workers,
                                                    per_worker_buffer_size=self.loader.prefetch_factor)
-            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(self.loader.worker_init_fn))
+            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(self.loader.worker_init_fn, self.loader.seed))
         return iter(ds)
 
     def next(self):

@@ -23,8 +23,11 @@ class WorkerInfo:
     Attributes:
       id: this worker's index in `[0, num_workers)`.
       num_workers: how many workers the DataLoader started.
-      seed: the DataLoader's seed (the same in every worker).
-      dataset: this worker's copy of the dataset.
+      seed: the DataLoader's seed (the same in every worker; per-sample
+        randomness comes from `sample_rng()`).
+      dataset: this worker's copy of the dataset while samples load; None
+        inside `worker_init_fn`, which grain runs before it unpickles the
+        dataset.
     """
 
     id: int
@@ -33,15 +36,15 @@ class WorkerInfo:
     dataset: Any
 
 
-_process: dict = {"worker": None}  # (id, num_workers) in a worker process
+_process: dict = {"worker": None}  # (id, num_workers, seed) in a worker process
 _local = threading.local()  # the sample being loaded on this thread
 
 
-def _set_worker(worker_id: int, num_workers: int) -> None:
-    _process["worker"] = (worker_id, num_workers)
+def _set_worker(worker_id: int, num_workers: int, seed: int) -> None:
+    _process["worker"] = (worker_id, num_workers, seed)
 
 
-def _worker_ids() -> tuple[int, int] | None:
+def _worker_ids() -> tuple[int, int, int] | None:
     return _process["worker"]
 
 
@@ -61,8 +64,7 @@ def get_worker_info() -> WorkerInfo | None:
     ids = _process["worker"]
     if ids is None:
         return None
-    return WorkerInfo(id=ids[0], num_workers=ids[1], seed=getattr(_local, "seed", 0),
-                      dataset=getattr(_local, "dataset", None))
+    return WorkerInfo(id=ids[0], num_workers=ids[1], seed=ids[2], dataset=getattr(_local, "dataset", None))
 
 
 class _SampleScope:
@@ -74,7 +76,7 @@ class _SampleScope:
         self.seed, self.epoch, self.dataset = seed, epoch, dataset
 
     def enter(self, index: int) -> None:
-        _local.seed, _local.dataset = self.seed, self.dataset
+        _local.dataset = self.dataset
         _local.key = (self.seed, self.epoch, int(index))
         _local.rng = None
 

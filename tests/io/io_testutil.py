@@ -24,12 +24,25 @@ class AugmentedImages(Dataset):
         return len(self.images)
 
 
+INIT_WORKER_ID = -1  # set by mark_worker in each worker process
+
+
+def mark_worker(worker_id):
+    """A Paddle-style worker_init_fn(worker_id)."""
+    global INIT_WORKER_ID
+    INIT_WORKER_ID = worker_id
+
+
 class WhoLoads(Dataset):
-    """Each sample reports the process and worker that loaded it."""
+    """Each sample reports the process, worker, worker_init_fn mark and seed that loaded it."""
 
     def __getitem__(self, idx):
         info = get_worker_info()
-        return np.int64(idx), np.int64(os.getpid()), np.int64(-1 if info is None else info.id)
+        if info is None:
+            return np.int64(idx), np.int64(os.getpid()), np.int64(-1), np.int64(INIT_WORKER_ID), np.int64(-1)
+        assert info.dataset is self
+        return (np.int64(idx), np.int64(os.getpid()), np.int64(info.id), np.int64(INIT_WORKER_ID),
+                np.int64(info.seed))
 
     def __len__(self):
         return 16

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from io_testutil import AugmentedImages, FailsAt, ShardedRange, WhoLoads
+from io_testutil import AugmentedImages, FailsAt, ShardedRange, WhoLoads, mark_worker
 
 from pdx import io
 
@@ -28,15 +28,19 @@ def test_two_workers_give_the_main_process_batches_over_epochs():
         for g, w in zip(got, want):
             for a, b in zip(g, w):
                 np.testing.assert_array_equal(a, b)
-    workers._stream.close()
+    del workers  # stops the persistent workers
 
 
 def test_samples_are_loaded_in_worker_processes():
-    loader = io.DataLoader(WhoLoads(), batch_size=2, num_workers=2)
-    idx, pids, ids = (np.concatenate(f) for f in zip(*_numpy(loader)))
+    loader = io.DataLoader(WhoLoads(), batch_size=2, num_workers=2, worker_init_fn=mark_worker, seed=77)
+    idx, pids, ids, marks, seeds = (np.concatenate(f) for f in zip(*_numpy(loader)))
     assert idx.tolist() == list(range(16))
     assert os.getpid() not in set(pids.tolist()) and len(set(pids.tolist())) == 2
     assert ids.tolist() == [0, 0, 1, 1] * 4  # batch b is loaded by worker b % 2
+    assert marks.tolist() == ids.tolist() and set(seeds.tolist()) == {77}
+    assert io.get_worker_info() is None
+    main = [np.asarray(b[3]).tolist() for b in io.DataLoader(WhoLoads(), batch_size=8, worker_init_fn=mark_worker)]
+    assert main == [[-1] * 8] * 2  # no workers: worker_init_fn does not run, as in Paddle
 
 
 def test_failing_worker_names_worker_and_sample_quickly():
