@@ -1,0 +1,185 @@
+"""`pdx export`: export a model to a StableHLO artifact from the command line.
+
+    pdx export MODULE:FACTORY --input-spec "image:None,1,8,8:float32" \\
+        [--weights model.safetensors|model.pdparams] \\
+        --target xla --target iree-llvm-cpu --out artifacts/lenet
+
+MODULE:FACTORY names a Layer, or a function/class that returns one when
+called without arguments (`pdx.vision.models:resnet18`,
+`recipes.quickstart:LeNet`); the current directory is importable. Prints a
+summary (parameters, program size, op histogram, targets written); exits 1
+with a one-line reason when the export fails, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import pathlib
+import sys
+
+__all__ = ["configure", "parse_input_spec", "run"]
+
+_DYNAMIC = {"none", "-1", "?"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add `pdx export`'s arguments and set `func`."""
+    from pdx.export._export import TARGETS
+
+    parser.add_argument("model", metavar="MODULE:FACTORY",
+                        help="a Layer, or a function/class returning one, e.g. pdx.vision.models:resnet18")
+    parser.add_argument("--input-spec", action="append", required=True, metavar="[NAME:]DIMS[:DTYPE]",
+                        help="one per input, e.g. 'image:None,3,224,224:float32' (None, -1 or ? = dynamic)")
+    parser.add_argument("--target", action="append", choices=TARGETS, metavar="TARGET",
+                        help=f"repeatable; one of {', '.join(TARGETS)} (xla is always written)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="the artifact directory to write")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="a state dict to load first: safetensors, pdx.save or Paddle .pdparams")
+    parser.add_argument("--name", help="model name in the manifest (default: the Layer's class)")
+    parser.add_argument("--platforms", default="cpu,cuda", help="XLA platforms to lower for (default cpu,cuda)")
+    parser.add_argument("--iree-batch-size", type=int, default=1,
+                        help="static batch size of IREE modules (default 1)")
+    parser.add_argument("--iree-batch-split", action="store_true",
+                        help="batch rows are independent: the IREE runtime splits any batch into chunks")
+    parser.add_argument("--no-differentiable", action="store_true",
+                        help="leave the backward pass out (smaller program; no fine-tuning after pdx.jit.load)")
+    parser.set_defaults(func=run)
+
+
+def parse_input_spec(text: str, index: int):
+    """'[NAME:]DIMS[:DTYPE]' -> InputSpec; ValueError with the accepted form."""
+    from pdx.jit import InputSpec
+
+    parts = text.split(":")
+    form = "[NAME:]DIMS[:DTYPE], e.g. 'image:None,3,224,224:float32'"
+    if not 1 <= len(parts) <= 3:
+        raise ValueError(f"--input-spec {text!r}: expected {form}")
+    if len(parts) == 3:
+        name, dims, dtype = parts
+    elif len(parts) == 2 and _is_dims(parts[0]):
+        name, (dims, dtype) = None, parts
+    elif len(parts) == 2:
+        (name, dims), dtype = parts, "float32"
+    else:
+        name, dims, dtype = None, parts[0], "float32"
+    if not _is_dims(dims):
+        raise ValueError(f"--input-spec {text!r}: {dims!r} is not a list of dims; expected {form}")
+    shape = [None if d.strip().lower() in _DYNAMIC else int(d) for d in dims.strip("[]() ").split(",") if d.strip()]
+    try:
+        return InputSpec(shape, dtype, name or f"input_{index}")
+    except TypeError as e:
+        raise ValueError(f"--input-spec {text!r}: {e}") from None
+
+
+def _is_dims(text: str) -> bool:
+    items = [d.strip().lower() for d in text.strip("[]() ").split(",")]
+    return all(d in _DYNAMIC or d.isdigit() for d in items) and any(items)
+
+
+def _resolve_model(ref: str):
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"model {ref!r} must be MODULE:FACTORY, e.g. pdx.vision.models:resnet18")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: the user's own modules
+    module = importlib.import_module(module_name)
+    obj = module
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    from pdx.nn import Layer
+
+    if isinstance(obj, Layer):
+        return obj
+    model = obj() if isinstance(obj, type) or callable(obj) else obj
+    if not isinstance(model, Layer):
+        raise TypeError(f"{ref} returned {type(model).__name__}, not a pdx.nn.Layer")
+    return model
+
+
+def _load_weights(model, path: str) -> None:
+    from pdx.checkpoint import load
+
+    state = load(path, return_numpy=True)
+    if not isinstance(state, dict) or not all(hasattr(v, "shape") for v in state.values()):
+        raise ValueError(f"--weights {path}: expected a flat state dict name -> array")
+    missing, unexpected = model.set_state_dict(state)
+    if missing or unexpected:
+        raise ValueError(f"--weights {path}: names do not match the model (missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]})")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `pdx export`; returns the exit code."""
+    try:
+        specs = [parse_input_spec(s, i) for i, s in enumerate(args.input_spec)]
+    except ValueError as e:
+        print(f"pdx export: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        from pdx.export._export import export
+
+        model = _resolve_model(args.model)
+        if args.weights:
+            _load_weights(model, args.weights)
+        model.eval()
+        path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
+                      platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
+                      iree_dims={"batch": args.iree_batch_size}, iree_batch_split=args.iree_batch_split,
+                      differentiable=not args.no_differentiable)
+    except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"pdx export: error: {type(e).__name__}: {first}", file=sys.stderr)
+        return 1
+    print(summary(path))
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def summary(path) -> str:
+    """A human-readable summary of an artifact's manifest."""
+    path = pathlib.Path(path)
+    m = json.loads((path / "manifest.json").read_text())
+    files = m["files"]
+
+    def sig(e):
+        return f"{e['name']} {e['dtype']}[{', '.join(map(str, e['shape']))}]"
+
+    n_params = sum(int(_prod(p["shape"])) for p in m["params"])
+    trainable = sum(int(_prod(p["shape"])) for p in m["params"] if p["trainable"])
+    ops = sorted(m["program"]["ops"].items(), key=lambda kv: (-kv[1], kv[0]))
+    op_text = ", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in ops[:12]) + (", ..." if len(ops) > 12 else "")
+    lines = [f"exported {m['name']} -> {path}",
+             f"  inputs   {'; '.join(sig(e) for e in m['inputs'])}",
+             f"  outputs  {'; '.join(sig(e) for e in m['outputs'])}",
+             f"  params   {n_params:,} ({trainable:,} trainable) in {len(m['params'])} tensors, "
+             f"params.safetensors {_size(files['params.safetensors']['size'])}",
+             f"  program  program.jaxexport {_size(files['program.jaxexport']['size'])}, "
+             f"{sum(v for _, v in ops):,} StableHLO ops, platforms {', '.join(m['targets']['xla']['platforms'])}"
+             f"{', with backward pass' if m['program']['vjp_order'] else ''}",
+             f"  ops      {op_text}",
+             "  targets"]
+    for name, t in sorted(m["targets"].items(), key=lambda kv: kv[0] != "xla"):
+        if name == "xla":
+            lines.append(f"    xla                 {t['file']} (symbolic dims)")
+        else:
+            batch = "any batch, split" if t.get("batch_split") else "static shapes"
+            lines.append(f"    {name:<19} {t['file']} {_size(files[t['file']]['size'])} "
+                         f"({t['backend']}, dims {t['dims']}, {batch})")
+    return "\n".join(lines)
+
+
+def _prod(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
