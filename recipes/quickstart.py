@@ -2,10 +2,12 @@
 
 The data ships inside scikit-learn (1,797 8x8 images), so nothing is
 downloaded. The script does what a Paddle user does: build a model eagerly,
-run one training step op by op (print works), then compile the same step
-with `@pdx.jit` and train to convergence.
+run one training step op by op (print works), compile the same step with
+`@pdx.jit`, then hand the model to `pdx.Model(...).fit(...)` — Paddle's
+high-level API — with a progress bar and a TensorBoard log directory.
 
-    python recipes/quickstart.py [--epochs 12] [--batch-size 64]
+    python recipes/quickstart.py [--epochs 10] [--batch-size 32] [--log-dir runs/quickstart]
+    tensorboard --logdir runs/quickstart      # loss, accuracy, lr, weight histograms
 """
 
 from __future__ import annotations
@@ -15,20 +17,21 @@ import dataclasses
 import time
 
 import jax.numpy as jnp
-import numpy as np
 
 import pdx
 import pdx.nn.functional as F
 from pdx import nn
+from pdx.vision import datasets, transforms
 
 
 @dataclasses.dataclass(frozen=True)
 class QuickstartConfig:
-    epochs: int = 12             # passes over the training split
-    batch_size: int = 64         # images per step
-    learning_rate: float = 2e-3  # Adam step size
-    test_fraction: float = 0.2   # held-out share of the 1,797 images
-    seed: int = 0                # parameter init and data order
+    epochs: int = 10                       # passes over the training split in Model.fit
+    batch_size: int = 32                   # images per step
+    learning_rate: float = 2e-3            # Adam step size
+    seed: int = 0                          # parameter init and data order
+    log_dir: str = "runs/quickstart"       # TensorBoard event files (VisualDL callback)
+    save_dir: str = "checkpoints/quickstart"  # Model.save files (safetensors + JSON)
 
 
 class LeNet(nn.Layer):
@@ -48,17 +51,6 @@ class LeNet(nn.Layer):
         return self.classifier(self.features(x))
 
 
-def load_digits(test_fraction: float, seed: int):
-    from sklearn.datasets import load_digits as sk_digits
-
-    images, labels = sk_digits(return_X_y=True)
-    images = (images / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)  # NCHW like Paddle
-    order = np.random.default_rng(seed).permutation(len(images))
-    n_test = int(len(images) * test_fraction)
-    test, train = order[:n_test], order[n_test:]
-    return (images[train], labels[train].astype(np.int32)), (images[test], labels[test].astype(np.int32))
-
-
 def loss_fn(model, x, y):
     return F.cross_entropy(model(x), y)
 
@@ -70,47 +62,40 @@ def train_step(model, opt, x, y):
     return loss
 
 
-@pdx.jit
-def predict(model, x):
-    return pdx.argmax(model(x), axis=-1)
-
-
-def accuracy(model, images, labels) -> float:
-    model.eval()
-    correct = sum(int((predict(model, jnp.asarray(images[i:i + 256])) == labels[i:i + 256]).sum())
-                  for i in range(0, len(images), 256))
-    model.train()
-    return correct / len(images)
-
-
 def main(cfg: QuickstartConfig) -> float:
-    (x_train, y_train), (x_test, y_test) = load_digits(cfg.test_fraction, cfg.seed)
+    to_tensor = transforms.ToTensor()  # HWC uint8 -> CHW float32 in [0, 1], run in the loader
+    train = datasets.Digits(mode="train", transform=to_tensor)
+    test = datasets.Digits(mode="test", transform=to_tensor)
     pdx.seed(cfg.seed)
     model = LeNet()
     opt = pdx.optimizer.Adam(learning_rate=cfg.learning_rate, parameters=model.parameters())
     print(model)
 
     # One eager step: plain Python, every op runs immediately.
-    x, y = jnp.asarray(x_train[: cfg.batch_size]), jnp.asarray(y_train[: cfg.batch_size])
+    loader = pdx.io.DataLoader(train, batch_size=cfg.batch_size, shuffle=True, drop_last=True)
+    x, y = next(iter(loader))
     loss, grads = pdx.value_and_grad(loss_fn)(model, x, y)
     opt.step(grads)
     print(f"eager step: loss {float(loss):.4f}, grad norm of {next(iter(grads))}: "
           f"{float(jnp.linalg.norm(next(iter(grads.values())))):.4f}")
 
     # The same step compiled by XLA.
-    rng = np.random.default_rng(cfg.seed)
-    steps_per_epoch = len(x_train) // cfg.batch_size
+    loss = train_step(model, opt, x, y)
+    print(f"compiled step: loss {float(loss):.4f}")
+
+    # Paddle's high-level API: one compiled step over a pdx.TrainState (built from
+    # the model's current weights and a fresh optimizer state), a progress bar,
+    # TensorBoard logs and checkpoints.
+    trainer = pdx.Model(model)
+    trainer.prepare(opt, F.cross_entropy, pdx.metric.Accuracy())
     start = time.perf_counter()
-    for epoch in range(cfg.epochs):
-        order = rng.permutation(len(x_train))
-        for s in range(steps_per_epoch):
-            idx = order[s * cfg.batch_size:(s + 1) * cfg.batch_size]
-            loss = train_step(model, opt, jnp.asarray(x_train[idx]), jnp.asarray(y_train[idx]))
-        print(f"epoch {epoch + 1:2d}  loss {float(loss):.4f}")
+    trainer.fit(train, test, batch_size=cfg.batch_size, epochs=cfg.epochs, eval_freq=cfg.epochs, drop_last=True,
+                verbose=1, log_freq=10, save_dir=cfg.save_dir, save_freq=cfg.epochs,
+                callbacks=[pdx.callbacks.VisualDL(log_dir=cfg.log_dir)])
     elapsed = time.perf_counter() - start
-    acc = accuracy(model, x_test, y_test)
-    print(f"test accuracy {acc:.4f} ({len(x_test)} images), "
-          f"{cfg.epochs * steps_per_epoch} compiled steps in {elapsed:.1f}s")
+    acc = trainer.evaluate(test, batch_size=len(test), verbose=0)["acc"]
+    print(f"test accuracy {acc:.4f} ({len(test)} images), fit in {elapsed:.1f}s; "
+          f"TensorBoard: tensorboard --logdir {cfg.log_dir}")
     return acc
 
 

@@ -190,7 +190,7 @@ class ProgBarLogger(Callback):
 
     def on_eval_end(self, logs=None):
         if self.verbose:
-            items = " - ".join(f"{k}: {v}" for k, v in self._postfix(logs).items())
+            items = " - ".join(f"{k}: {v}" for k, v in self._postfix(logs).items() if k != "samples")
             print(f"Eval samples: {(logs or {}).get('samples', '?')} - {items} "
                   f"({time.perf_counter() - self._eval_start:.1f}s)", flush=True)
 
