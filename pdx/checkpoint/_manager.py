@@ -18,6 +18,7 @@ so a failing save can never cost the previous checkpoint.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import json
 import os
@@ -308,7 +309,7 @@ class CheckpointManager:
         self._primary = jax.process_index() == 0
         if self._primary:
             self.directory.mkdir(parents=True, exist_ok=True)
-        handler = ocp.PyTreeCheckpointHandler()
+        handler = ocp.PyTreeCheckpointHandler(use_compression=False)
         self._ckptr = ocp.AsyncCheckpointer(handler) if async_save else ocp.Checkpointer(handler)
         self._thread: threading.Thread | None = None
         self._error: tuple[int, BaseException] | None = None
@@ -495,12 +496,23 @@ class CheckpointManager:
         self._check_open()
         self._finish_pending()
         step_dir = step_dir_of(self.directory, step)
-        if self.verify_on_restore if verify is None else verify:
-            _manifest.verify_step(step_dir)
-        else:
-            _manifest.read_manifest(step_dir)
-        meta = read_meta(step_dir)
-        state = restore_step(step_dir, target, shardings, dtype=dtype)
+        _manifest.read_manifest(step_dir)
+        if not (self.verify_on_restore if verify is None else verify):
+            meta = read_meta(step_dir)
+            state = restore_step(step_dir, target, shardings, dtype=dtype)
+            return Checkpoint(int(step_dir.name), state, meta.get("data_state"), meta.get("metadata"))
+        # Hash and read side by side (the second reader of each file hits the page cache);
+        # nothing is returned unless every sha256 matched, and when orbax trips over
+        # damaged bytes first, the corruption is what gets reported.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            check = pool.submit(_manifest.verify_step, step_dir)
+            try:
+                meta = read_meta(step_dir)
+                state = restore_step(step_dir, target, shardings, dtype=dtype)
+            except Exception:
+                check.result()
+                raise
+            check.result()
         return Checkpoint(int(step_dir.name), state, meta.get("data_state"), meta.get("metadata"))
 
     def verify(self, step: int | None = None) -> None:
