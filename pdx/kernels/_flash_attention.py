@@ -11,8 +11,8 @@ a query that sees no key (possible with segment ids or a -inf bias) gets a
 zero output and zero gradients, in the kernel and the reference alike.
 Sequence lengths that are not a multiple of the block are padded to one in
 the wrapper and the padded keys are masked. Grouped-query attention maps
-query head h to key/value head h // (num_heads_q // num_heads_kv); dK/dV are
-computed per query head and summed over each group.
+query head h to key/value head h // (num_heads_q // num_heads_kv); each dK/dV
+program walks the query blocks of all the query heads of its group.
 """
 
 from __future__ import annotations
@@ -194,7 +194,9 @@ def _forward_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, o_ref, ls
 
 
 def _dkdv_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_ref, delta_ref, dk_ref, dv_ref, *,
-                 scale, causal, kv_len, block_q, num_q_blocks, precision):
+                 scale, causal, kv_len, block_q, num_q_blocks, group, bias_per_head, precision):
+    # One key block of one key/value head; q_ref/do_ref hold the `group` query heads
+    # that share it, (Sq, G, D), so dK/dV accumulate over the whole group in registers.
     block_k = k_ref.shape[0]
     j = pl.program_id(0)
     k = k_ref[...]
@@ -202,24 +204,26 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_
     k_pos = j * block_k + jnp.arange(block_k)
     k_seg = None if kseg_ref is None else kseg_ref[...]
 
-    def body(i, carry):
+    def body(t, carry):
         dk, dv = carry
+        i, h = lax.div(t, group), lax.rem(t, group)
         qs = pl.ds(i * block_q, block_q)
-        q = q_ref[qs, :]
-        do = do_ref[qs, :]
+        q = q_ref[qs, h, :]
+        do = do_ref[qs, h, :]
         mask = _visible(i * block_q + jnp.arange(block_q), k_pos, None if qseg_ref is None else qseg_ref[qs], k_seg,
                         causal=causal, kv_len=kv_len)
-        s = _logits(q, k, None if bias_ref is None else bias_ref[qs, :], mask, scale=scale, precision=precision)
-        p = jnp.exp2(s - lse_ref[qs][:, None])
+        bias = None if bias_ref is None else bias_ref[h if bias_per_head else 0, qs, :]
+        s = _logits(q, k, bias, mask, scale=scale, precision=precision)
+        p = jnp.exp2(s - lse_ref[h, qs][:, None])
         dv = dv + plgpu.dot(p.astype(do.dtype).T, do, precision=precision)
         dp = plgpu.dot(do, v.T, precision=precision)
-        ds = p * (dp - delta_ref[qs][:, None])
+        ds = p * (dp - delta_ref[h, qs][:, None])
         dk = dk + plgpu.dot(ds.astype(q.dtype).T, q, precision=precision)
         return dk, dv
 
-    lower = lax.div(j * block_k, block_q) if causal else 0
+    lower = lax.div(j * block_k, block_q) * group if causal else 0
     zeros = jnp.zeros((block_k, k_ref.shape[1]), jnp.float32)
-    dk, dv = lax.fori_loop(lower, num_q_blocks, body, (zeros, zeros))
+    dk, dv = lax.fori_loop(lower, num_q_blocks * group, body, (zeros, zeros))
     dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
     dv_ref[...] = dv.astype(dv_ref.dtype)
 
@@ -324,7 +328,7 @@ def _forward(q, k, v, q_seg, kv_seg, bias, cfg, kv_len):
 
 
 def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
-    """Padded inputs -> (dq, dk, dv, dbias) with dk/dv per query head (B, Sk, Hq, D)."""
+    """Padded inputs -> (dq, dk, dv, dbias)."""
     b, sq, hq, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
     g = hq // hk
@@ -332,22 +336,27 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
     prec = _precision(q.dtype)
     delta = jnp.einsum("bqhd,bqhd->bhq", out.astype(jnp.float32), do.astype(jnp.float32))
     bias_shape = None if bias is None else bias.shape
-    row_spec = pl.BlockSpec((None, None, sq), lambda n, b, h: (b, h, 0))
 
-    q_spec, k_spec, qseg_spec, kseg_spec, bias_spec = _specs(
-        d, g, bias_shape, q_block=sq, k_block=blocks.block_k_dkv, q_axis_is_grid=False)
-    dkv_dtype = k.dtype if g == 1 else jnp.float32
-    # dK/dV are written per query head; out_specs index by h, not h // g.
-    dkv_spec = pl.BlockSpec((None, blocks.block_k_dkv, None, d), lambda n, b, h: (b, n, h, 0))
+    bk = blocks.block_k_dkv
+    group_spec = pl.BlockSpec((None, sq, g, d), lambda n, b, h: (b, 0, h, 0))       # the group's query heads
+    kv_spec = pl.BlockSpec((None, bk, None, d), lambda n, b, h: (b, n, h, 0))
+    rows_spec = pl.BlockSpec((None, g, sq), lambda n, b, h: (b, h, 0))
+    bias_spec = None
+    if bias is not None:
+        bb, per_head = bias.shape[0] > 1, bias.shape[1] > 1
+        bias_spec = pl.BlockSpec((None, g if per_head else 1, sq, bk),
+                                 lambda n, b, h: (b if bb else 0, h if per_head else 0, 0, n))
     dk, dv = pl.pallas_call(
         functools.partial(_dkdv_kernel, scale=cfg.scale, causal=cfg.causal, kv_len=kv_len,
-                          block_q=blocks.block_q_dkv, num_q_blocks=sq // blocks.block_q_dkv, precision=prec),
-        grid=(sk // blocks.block_k_dkv, b, hq),
-        in_specs=[q_spec, k_spec, k_spec, None if q_seg is None else qseg_spec,
-                  None if kv_seg is None else kseg_spec, None if bias is None else bias_spec,
-                  q_spec, row_spec, row_spec],
-        out_specs=[dkv_spec, dkv_spec],
-        out_shape=[jax.ShapeDtypeStruct((b, sk, hq, d), dkv_dtype)] * 2,
+                          block_q=blocks.block_q_dkv, num_q_blocks=sq // blocks.block_q_dkv, group=g,
+                          bias_per_head=bias is not None and bias.shape[1] > 1, precision=prec),
+        grid=(sk // bk, b, hk),
+        in_specs=[group_spec, kv_spec, kv_spec,
+                  None if q_seg is None else pl.BlockSpec((None, sq), lambda n, b, h: (b, 0)),
+                  None if kv_seg is None else pl.BlockSpec((None, bk), lambda n, b, h: (b, n)),
+                  bias_spec, group_spec, rows_spec, rows_spec],
+        out_specs=[kv_spec, kv_spec],
+        out_shape=[jax.ShapeDtypeStruct(k.shape, k.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)],
         compiler_params=_compiler_params(cfg, d),
         interpret=cfg.interpret,
         name="pdx_flash_attention_dkdv",
@@ -376,9 +385,6 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
         name="pdx_flash_attention_dq",
     )(q, k, v, q_seg, kv_seg, bias, do, lse, delta)
     dq, dbias = (res[0], res[1]) if bias is not None else (res[0], None)
-    if g > 1:
-        dk = dk.reshape(b, sk, hk, g, d).sum(3).astype(k.dtype)
-        dv = dv.reshape(b, sk, hk, g, d).sum(3).astype(v.dtype)
     return dq, dk, dv, dbias
 
 

@@ -45,7 +45,7 @@ def attention_grads(causal, segments, with_bias):
     (jnp.float16, 64, True, False, False),
 ])
 def test_flash_attention_lowers_for_gpu(dtype, d, causal, segments, with_bias):
-    b, sq, sk, hq, hk = 2, 200, 77, 4, 2  # odd lengths, GQA
+    b, sq, sk, hq, hk = 2, 200, 77, 6, 2  # odd lengths, GQA with groups of 3
     bias = S((1, hq, sq, sk), dtype) if with_bias else None
     calls = triton_calls(attention_grads(causal, segments, with_bias), S((b, sq, hq, d), dtype),
                          S((b, sk, hk, d), dtype), S((b, sk, hk, d), dtype), bias)
