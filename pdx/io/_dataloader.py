@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import traceback
+import weakref
 from typing import Any, Callable
 
 import grain
@@ -291,7 +292,18 @@ class DataLoader:
                                               drop_last=drop_last if batch_size else False)
         self._next = {"epoch": 0, "batch": 0}
         self._last_iter: _DataLoaderIter | None = None
-        self._stream: _Stream | None = None
+        # The running stream. Its grain threads keep it alive on their own, so a
+        # finalizer closes it (stopping the workers) when the loader is dropped.
+        self._holder: list = [None]
+        weakref.finalize(self, _close_held, self._holder)
+
+    @property
+    def _stream(self) -> _Stream | None:
+        return self._holder[0]
+
+    @_stream.setter
+    def _stream(self, stream: _Stream | None) -> None:
+        self._holder[0] = stream
 
     def __len__(self) -> int:
         if self.is_iterable:
@@ -350,13 +362,20 @@ class DataLoader:
         return jax.tree_util.tree_map(put, batch)
 
 
+def _close_held(holder: list) -> None:
+    if holder[0] is not None:
+        holder[0].close()
+        holder[0] = None
+
+
 class _Stream:
     """One grain pipeline producing batches from a position onwards."""
 
     def __init__(self, loader: DataLoader, epoch: int, batch: int):
         _ensure_grain_flags()
-        self.loader = loader
         self.num_workers = loader.num_workers
+        # no reference to the loader: its finalizer must be able to run
+        self._options = (loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn, loader.seed)
         if loader.is_iterable:
             self._init_iterable(loader, epoch)
             self.position = 0
@@ -392,15 +411,16 @@ class _Stream:
         self._it = self._build(src)
 
     def _read_options(self) -> grain.ReadOptions:
-        if self.num_workers == 0 and not self.loader.use_buffer_reader:
+        use_buffer_reader, prefetch_factor, _, _ = self._options
+        if self.num_workers == 0 and not use_buffer_reader:
             return grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
-        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=self.loader.prefetch_factor)
+        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=prefetch_factor)
 
     def _build(self, ds):
         if self.num_workers > 0:
-            options = grain.MultiprocessingOptions(num_workers=self.num_workers,
-                                                   per_worker_buffer_size=self.loader.prefetch_factor)
-            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(self.loader.worker_init_fn, self.loader.seed))
+            _, prefetch_factor, worker_init_fn, seed = self._options
+            options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=prefetch_factor)
+            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(worker_init_fn, seed))
         return iter(ds)
 
     def next(self):
