@@ -55,11 +55,25 @@ def _ensure_grain_flags() -> None:
         flags.FLAGS.mark_as_parsed()
 
 
-def _default_seed() -> int:
-    from pdx._random import next_key
+_seed_draws: dict = {"key": None, "count": 0}
 
-    bits = jax.random.bits(next_key(op="DataLoader"), (), dtype=np.uint32)
-    return int(bits) & 0x7FFFFFFF
+
+def _default_seed() -> int:
+    """A loader seed derived from pdx's global key without advancing it.
+
+    Building a DataLoader must not change the weights a later layer draws,
+    so the seed hashes the current global key with the number of loaders
+    built since that key was set (`pdx.seed(n)` starts the count again).
+    """
+    from pdx._random import get_rng_state
+
+    key = get_rng_state()
+    if _seed_draws["key"] is not key:  # a new key object: pdx.seed() or a random op ran since
+        _seed_draws["key"], _seed_draws["count"] = key, 0
+    words = np.asarray(jax.random.key_data(key)).ravel().tolist()
+    seed = np.random.SeedSequence([*words, _seed_draws["count"]]).generate_state(1)[0]
+    _seed_draws["count"] += 1
+    return int(seed) & 0x7FFFFFFF
 
 
 class _Plan:
@@ -205,7 +219,9 @@ class DataLoader:
         `default_collate_fn` (Paddle's stacking rules).
       num_workers: worker processes (0: load in the main process). Workers
         are started with `spawn`: datasets and transforms must be picklable,
-        and starting them costs about a second each time a stream starts.
+        a script must build and iterate the loader under
+        `if __name__ == "__main__":`, and starting workers costs seconds
+        (each imports pdx), so prefer `persistent_workers=True`.
       use_buffer_reader: with num_workers=0, read ahead in a background thread.
       prefetch_factor: batches each worker (or the reader thread) keeps ready.
       use_shared_memory: accepted; grain always moves large arrays through
@@ -221,8 +237,9 @@ class DataLoader:
         otherwise workers restart each epoch.
       seed: keyword-only, pdx addition. Seeds the shuffle order (epoch e uses
         `RandomState(seed + e)`) and `pdx.io.sample_rng()` in transforms.
-        Default: drawn from pdx's global generator, so `pdx.seed(n)` before
-        building the loader makes the whole data stream reproducible.
+        Default: derived from pdx's global key (without advancing it), so
+        `pdx.seed(n)` before building the loader makes the whole data stream
+        reproducible and building a loader does not change later weights.
 
     Iterator state: `it = iter(loader)`; `state = it.get_state()` is a
     JSON-able dict giving the position of the next batch; in a new process

@@ -51,7 +51,14 @@ def test_default_seed_follows_pdx_seed():
     a = _labels(io.DataLoader(io.TensorDataset([x, y]), batch_size=4, shuffle=True))
     pdx.seed(3)
     b = _labels(io.DataLoader(io.TensorDataset([x, y]), batch_size=4, shuffle=True))
-    assert a == b
+    c = _labels(io.DataLoader(io.TensorDataset([x, y]), batch_size=4, shuffle=True))
+    assert a == b and c != b  # the second loader after a seed gets a fresh stream
+    # building a loader leaves pdx's generator alone: later weights do not change
+    pdx.seed(5)
+    w1 = np.asarray(pdx.rand([4]))
+    pdx.seed(5)
+    io.DataLoader(io.TensorDataset([x, y]), shuffle=True)
+    np.testing.assert_array_equal(np.asarray(pdx.rand([4])), w1)
 
 
 def test_batch_size_none_yields_samples_unbatched():
