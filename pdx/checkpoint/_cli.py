@@ -248,12 +248,14 @@ def _verify(args) -> int:
     path = Path(args.path)
     if not path.is_dir():
         raise _UsageError(f"{path} is not a directory")
+    skipped = []
     if (path / _manager.STATE).is_dir() or path.name.endswith(_manager.INCOMPLETE):
         targets = [path]
-    else:
-        targets = [path / str(s) for s in _manager.committed_steps(path)] + _manager.incomplete_dirs(path)
+    else:  # a whole directory: its committed steps (incomplete ones may be saves in flight)
+        targets = [path / str(s) for s in _manager.committed_steps(path)]
+        skipped = _manager.incomplete_dirs(path)
         if not targets:
-            raise _UsageError(f"{path}: no checkpoints to verify")
+            raise _UsageError(f"{path}: no committed checkpoints to verify")
     results = []
     for d in targets:
         try:
@@ -263,7 +265,8 @@ def _verify(args) -> int:
             results.append({"path": str(d), "ok": False, "files": None, "error": f"{type(e).__name__}: {e}"})
     text = "\n".join(f"{'OK  ' if r['ok'] else 'FAIL'}  {r['path']}" + (f"  ({r['files']} files)" if r["ok"] else
                                                                         f"\n      {r['error']}") for r in results)
-    _emit(args, results, text)
+    text += "".join(f"\nSKIP  {d}  (incomplete: never committed)" for d in skipped)
+    _emit(args, {"steps": results, "incomplete": [str(d) for d in skipped]}, text)
     return 0 if all(r["ok"] for r in results) else 1
 
 

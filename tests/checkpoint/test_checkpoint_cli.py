@@ -58,7 +58,10 @@ def test_ls_and_inspect(ckpts, capsys):
 def test_verify_exit_codes(ckpts, capsys):
     run, _ = ckpts
     assert main(["ckpt", "verify", str(run / "10")]) == 0
-    assert main(["ckpt", "verify", str(run)]) == 1  # the interrupted step 30 fails
+    capsys.readouterr()
+    report = _json(capsys, "verify", str(run))  # committed steps pass; the interrupted one is listed
+    assert [r["ok"] for r in report["steps"]] == [True, True] and report["incomplete"] == [str(run / "30.incomplete")]
+    assert main(["ckpt", "verify", str(run / "30.incomplete")]) == 1
     capsys.readouterr()
     data = sorted(p for p in (run / "20" / "state" / "d").iterdir())[0]
     blob = bytearray(data.read_bytes())
