@@ -282,7 +282,8 @@ class CheckpointManager:
       save_interval_steps: `save(step, ...)` writes only when `step % save_interval_steps == 0`
         (or `force=True`, or after SIGTERM).
       async_save: write in the background (True) or block until committed (False).
-      handle_sigterm: install a SIGTERM handler that requests a final save (main thread only).
+      handle_sigterm: install a SIGTERM handler that requests a final save (main thread only;
+        a second SIGTERM terminates as usual, so a loop that never checks cannot hang on it).
       verify_on_restore: check every file's sha256 before restoring.
 
     Example:
@@ -342,6 +343,11 @@ class CheckpointManager:
         return self._preempted
 
     def _on_sigterm(self, signum, frame) -> None:
+        if self._preempted:  # a second SIGTERM: the loop is not checking; let it terminate
+            signal.signal(signal.SIGTERM, self._previous_handler or signal.SIG_DFL)
+            self._previous_handler = None
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         self._preempted = True
 
     # -- save ---------------------------------------------------------------------------------
