@@ -207,7 +207,10 @@ class DataLoader:
         touch jax.
       feed_list: accepted and ignored (static-graph feeding; pdx has none).
       places: where batches go: None (default device), a `jax.Device`, or a
-        `jax.sharding.Sharding` (e.g. a NamedSharding over a data axis).
+        `jax.sharding.Sharding` (e.g. a NamedSharding over a data axis). With
+        a sharding over several processes' devices, each process's batch
+        (its `DistributedBatchSampler` shard) becomes its part of one global
+        array (`jax.make_array_from_process_local_data`).
       return_list: accepted; batches always come out as Python structures.
       batch_sampler: yields lists of indices; excludes batch_size, shuffle,
         drop_last.
@@ -371,12 +374,18 @@ class DataLoader:
                              "drop_last before restoring.")
 
     def _place(self, batch):
-        def put(x):
-            if isinstance(x, np.ndarray) and x.dtype != object:
-                return jax.device_put(x, self.places)
-            return x
+        places = self.places
+        if isinstance(places, jax.sharding.Sharding) and not places.is_fully_addressable:
+            # multi-process: this process holds its DistributedBatchSampler
+            # shard; together the processes' shards form one global batch
+            def put(x):
+                return jax.make_array_from_process_local_data(places, x)
+        else:
+            def put(x):
+                return jax.device_put(x, places)
 
-        return jax.tree_util.tree_map(put, batch)
+        return jax.tree_util.tree_map(
+            lambda x: put(x) if isinstance(x, np.ndarray) and x.dtype != object else x, batch)
 
 
 def _close_held(holder: list) -> None:
