@@ -50,6 +50,8 @@ def set_impl(impl: str | None) -> None:
 
     Example:
       >>> pdx.kernels.set_impl("xla")   # every op runs its pure-JAX reference
+      >>> pdx.kernels.get_impl()
+      'xla'
       >>> pdx.kernels.set_impl(None)
     """
     _OVERRIDE.set(None if impl is None else _check(impl, where="set_impl"))
@@ -77,7 +79,9 @@ def use_impl(impl: str | None):
 
     Example:
       >>> with pdx.kernels.use_impl("pallas"):   # interpret mode on a CPU
-      ...     y = pdx.kernels.rms_norm(x, w)
+      ...     y = pdx.kernels.rms_norm(jnp.ones((4, 8)))
+      >>> y.shape
+      (4, 8)
     """
     token = _OVERRIDE.set(None if impl is None else _check(impl, where="use_impl"))
     try:

@@ -502,16 +502,17 @@ def kernel_unfit(q):
     return None
 
 
-def choose_impl(q, impl, *, segments=False):
+def choose_impl(q, impl, *, segments=False, bias=False):
     """The implementation `flash_attention(q, ..., impl=impl)` runs: "pallas", "xla" or "cudnn".
 
-    On a GPU, "auto" prefers cuDNN for bf16/fp16 with head_dim 64 or 128 and no
-    segment ids (jax.nn.dot_product_attention cannot take them), else the
-    Pallas kernel when it supports the head_dim and dtype, else XLA.
+    On a GPU, "auto" prefers cuDNN for bf16/fp16 with head_dim 64 or 128, no
+    segment ids (jax.nn.dot_product_attention cannot take them) and no bias
+    (whose gradient cuDNN supports only for some shapes), else the Pallas
+    kernel when it supports the head_dim and dtype, else XLA.
     """
     half = q.dtype in (jnp.bfloat16, jnp.float16)
     return _dispatch.resolve(impl, op="flash_attention", unfit=kernel_unfit(q),
-                             cudnn=half and not segments and q.shape[-1] in (64, 128))
+                             cudnn=half and not segments and not bias and q.shape[-1] in (64, 128))
 
 
 def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale=None, impl="auto",
@@ -548,7 +549,7 @@ def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale
     bias = None if bias is None else jnp.asarray(bias)
     q_seg, kv_seg = _validate(q, k, v, segment_ids, bias)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    impl = choose_impl(q, impl, segments=q_seg is not None)
+    impl = choose_impl(q, impl, segments=q_seg is not None, bias=bias is not None)
     segments = None if q_seg is None else (q_seg, kv_seg)
     if impl == "xla":
         return flash_attention_reference(q, k, v, causal=causal, segment_ids=segments, bias=bias, scale=scale)

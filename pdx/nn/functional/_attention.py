@@ -167,7 +167,7 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
         and query.dtype == key.dtype == value.dtype and kernel_unfit(query) is None
     if dropout_p >= 1.0:
         out = jnp.zeros((b, sq, hq, value.shape[-1]), query.dtype)
-    elif fused and choose_impl(query, impl) != "xla":
+    elif fused and choose_impl(query, impl, bias=mask is not None) != "xla":
         out = flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
     else:
         out = _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
