@@ -217,8 +217,8 @@ class _Chunks:
     z_loss: float
 
 
-def _chunk_starts(vocab, size):
-    """Static (start, width) of each chunk: full chunks looped over, one narrower tail."""
+def _chunk_split(vocab, size):
+    """(number of full chunks, width of the narrower tail chunk, 0 if none); both static."""
     full = vocab // size
     return full, (vocab - full * size)
 
@@ -230,7 +230,7 @@ def _chunk_logits(h, w, start, width):
 def _linear_forward(h, w, y, ch):
     """-> (loss, lse) without materializing (T, vocab) logits."""
     vocab = w.shape[1]
-    full, tail = _chunk_starts(vocab, ch.size)
+    full, tail = _chunk_split(vocab, ch.size)
 
     def absorb(carry, z, start):
         m, s, picked = carry
@@ -266,7 +266,7 @@ def _linear_ce_fwd(h, w, y, ch):
 def _linear_ce_bwd(ch, residuals, g):
     h, w, y, lse = residuals
     vocab = w.shape[1]
-    full, tail = _chunk_starts(vocab, ch.size)
+    full, tail = _chunk_split(vocab, ch.size)
     g = jnp.where(y != ch.ignore_index, g.astype(jnp.float32), 0.0)
     scale = (1.0 + 2.0 * ch.z_loss * lse) if ch.z_loss else None
 

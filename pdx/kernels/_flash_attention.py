@@ -74,7 +74,7 @@ class AttentionBlockSizes:
 
 # ----------------------------------------------------------------------------- reference
 
-def _segment_pair(segment_ids, sq, sk):
+def _segment_pair(segment_ids):
     if segment_ids is None:
         return None, None
     if isinstance(segment_ids, (tuple, list)):
@@ -117,7 +117,7 @@ def flash_attention_reference(q, k, v, *, causal=False, segment_ids=None, bias=N
     visible = jnp.ones((1, 1, 1, sq, sk), bool)
     if causal:
         visible = visible & (jnp.arange(sk)[None, :] <= jnp.arange(sq)[:, None])
-    q_seg, kv_seg = _segment_pair(segment_ids, sq, sk)
+    q_seg, kv_seg = _segment_pair(segment_ids)
     if q_seg is not None:
         visible = visible & (q_seg[:, None, None, :, None] == kv_seg[:, None, None, None, :])
     logits = jnp.where(visible, logits, MASK)
