@@ -17,6 +17,7 @@ import sys
 import types
 
 from pdx.jit._input_spec import InputSpec
+from pdx.jit._dy2static import get_code, max_iterations
 from pdx.jit._static_function import StaticFunction, enable_to_static, not_to_static, to_static
 from pdx.export._translated import TranslatedLayer, load, save  # noqa: E402 (needs pdx.jit above)
 

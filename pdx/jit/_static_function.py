@@ -34,12 +34,22 @@ from flax import errors as nnx_errors
 from flax import nnx
 
 from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
+from pdx.jit import _dy2static
+from pdx.jit._dy2static import _runtime as _dy2static_runtime
 from pdx.jit._input_spec import InputSpec, check_inputs
 from pdx.nn import _layer
 
 __all__ = ["StaticFunction", "enable_to_static", "not_to_static", "to_static"]
 
 _settings = {"enabled": True}
+
+_WHILE_GRAD = (
+    "pdx.jit: cannot differentiate (reverse mode) through a loop whose trip count depends on a "
+    "traced value: XLA's while loop keeps no history for the backward pass. Converted loops of "
+    "that kind in this trace:\n{locations}\n"
+    "Wrap the loop in `with pdx.jit.max_iterations(N):` (it then compiles to a differentiable "
+    "lax.scan of N steps), or loop over a Python range / the rows of an array."
+)
 
 _UNTHREADED_STATE = (
     "pdx.jit: {fn} mutated a Layer/optimizer that pdx.jit could not see ({cause}). "
@@ -72,7 +82,16 @@ def not_to_static(fn: Callable) -> Callable:
     """Mark `fn` to be left as written when `pdx.jit` converts the code that calls it.
 
     It is still traced (and compiled) as part of the caller; only source
-    conversion of Python control flow skips it.
+    conversion of Python control flow skips it (Python `if` on a traced value
+    inside it raises JAX's TracerBoolConversionError).
+
+    Example:
+      >>> import pdx
+      >>> @pdx.jit.not_to_static
+      ... def helper(x):
+      ...     return x + 1
+      >>> helper.__pdx_not_to_static__
+      True
     """
     fn.__pdx_not_to_static__ = True
     return fn
@@ -182,6 +201,8 @@ class StaticFunction:
             raise ValueError(f"pdx.jit: static_argnames {unknown} are not parameters of "
                              f"{getattr(function, '__qualname__', function)}; its parameters are {params}")
         self._static_pos = {params.index(n): n for n in self._static_argnames if n in params}
+        self._full_graph = full_graph
+        self._converted: Callable | None = None
         self._free_refs: list | None = None
         self._graph: Graph | None = None
         self._graph_ids: dict = {}
@@ -293,6 +314,12 @@ class StaticFunction:
         """How many times the function was traced (one per input signature)."""
         return self._jitted._cache_size()
 
+    def _static_code(self) -> Callable:
+        """The function with Python control flow converted (once per StaticFunction)."""
+        if self._converted is None:
+            self._converted = _dy2static.converted_call(self.dygraph_function)
+        return self._converted
+
     # -- the traced body ----------------------------------------------------------------
     def _traced(self, static, values, dyn_args, dyn_kwargs):
         _, layout, kw_layout = static
@@ -310,10 +337,20 @@ class StaticFunction:
         for k, kind, v in kw_layout:
             kwargs[k] = objs[v] if kind == "g" else v
 
+        options = _dy2static.options()
+        saved, options.full_graph = options.full_graph, self._full_graph
+        del _dy2static_runtime.traced_while_locations[:]
         try:
-            out, new_values = run_with_values(graph, values, self.dygraph_function, *args, **kwargs)
+            out, new_values = run_with_values(graph, values, self._static_code(), *args, **kwargs)
         except nnx_errors.TraceContextError as e:
             raise RuntimeError(_UNTHREADED_STATE.format(fn=self.__name__, cause=e)) from e
+        except ValueError as e:
+            if "Reverse-mode differentiation does not work for lax.while_loop" not in str(e):
+                raise
+            raise _dy2static.Dy2StaticError(_WHILE_GRAD.format(
+                locations="\n".join(_dy2static_runtime.traced_while_locations) or "  (none recorded)")) from None
+        finally:
+            options.full_graph = saved
         if self._donate_state:
             updates = dict(enumerate(new_values))
         else:
@@ -336,7 +373,9 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
         against it (rank, static dims, dtype) with a clear error.
       build_strategy: accepted for Paddle compatibility; XLA decides fusion.
       backend: an XLA backend name ('cpu', 'gpu', 'tpu'); default: JAX's default.
-      full_graph: Paddle's flag; pdx always compiles the whole function.
+      full_graph: with True, a function (or a helper it calls) whose control flow
+        cannot be converted raises an error naming the construct and line; with
+        False (default) such a function runs unconverted inside the trace.
       static_argnames: arguments that are Python values baked into the trace
         (one compilation per distinct value).
       donate_state: let XLA reuse the buffers of threaded parameters and

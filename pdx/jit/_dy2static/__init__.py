@@ -1,0 +1,12 @@
+"""Control-flow conversion for pdx.jit (Paddle's dy2static, done as an AST rewrite).
+
+`convert_or_fallback(fn)` gives the rewritten function; `_runtime` holds what
+the rewritten code calls; `_transform` is the rewrite itself.
+"""
+
+from pdx.jit._dy2static._convert import convert, convert_or_fallback, converted_call, get_code, options
+from pdx.jit._dy2static._runtime import Dy2StaticError, max_iterations
+from pdx.jit._dy2static._transform import ConversionError
+
+__all__ = ["ConversionError", "Dy2StaticError", "convert", "convert_or_fallback", "converted_call",
+           "get_code", "max_iterations", "options"]
