@@ -121,7 +121,8 @@ def train_mode(directory, total, kill_at, losses_path):
             loss = step_fn(model, opt, x, y)
             out.write(f"{step} {float(jax.device_get(loss)).hex()}\n")
             out.flush()
-            mgr.save(step, snapshot(), data_state=stream.state())
+            if mgr.should_save(step):  # snapshot only when it will be written
+                mgr.save(step, snapshot(), data_state=stream.state())
             if step == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
     mgr.close()
