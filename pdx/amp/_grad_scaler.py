@@ -46,7 +46,7 @@ class GradScaler:
 
     Args:
       enable: False makes `scale`/`unscale` identities and never skips a step.
-      init_loss_scaling: the starting scale (Paddle's default 2**15).
+      init_loss_scaling: the starting scale.
       incr_ratio: multiply the scale by this after `incr_every_n_steps` clean steps.
       decr_ratio: multiply the scale by this after `decr_every_n_nan_or_inf` bad steps.
       incr_every_n_steps: clean steps in a row before growing.
@@ -59,7 +59,7 @@ class GradScaler:
 
     Example:
       >>> import jax.numpy as jnp, pdx
-      >>> scaler = pdx.amp.GradScaler(init_loss_scaling=1024.0, decr_every_n_nan_or_inf=1)
+      >>> scaler = pdx.amp.GradScaler(init_loss_scaling=1024.0)
       >>> state = scaler.init()
       >>> grads = scaler.unscale({"w": jnp.array([jnp.inf])}, state)
       >>> state = scaler.update(state, finite=scaler.all_finite(grads))
@@ -79,8 +79,8 @@ class GradScaler:
     decr_every_n_nan_or_inf: int
     use_dynamic_loss_scaling: bool
 
-    def __init__(self, enable: bool = True, init_loss_scaling: float = 2.0 ** 15, incr_ratio: float = 2.0,
-                 decr_ratio: float = 0.5, incr_every_n_steps: int = 1000, decr_every_n_nan_or_inf: int = 2,
+    def __init__(self, enable: bool = True, init_loss_scaling: float = 65536.0, incr_ratio: float = 2.0,
+                 decr_ratio: float = 0.5, incr_every_n_steps: int = 2000, decr_every_n_nan_or_inf: int = 1,
                  use_dynamic_loss_scaling: bool = True):
         _positive("init_loss_scaling", init_loss_scaling)
         if not isinstance(incr_ratio, (int, float)) or incr_ratio <= 1.0:

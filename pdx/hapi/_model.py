@@ -423,7 +423,7 @@ class Model:
             logs = {"loss": [float(out["loss"])], **self._update_metrics(out["metrics"]), "step": step + 1}
         return logs, updates
 
-    def _evaluate(self, loader, cbks, num_samples=None):
+    def _evaluate(self, loader, cbks, num_iters=None):
         for m in self._metrics:
             m.reset()
         cbks.on_eval_begin()
@@ -439,7 +439,7 @@ class Model:
             count += n
             logs = self._update_metrics(out.get("metrics"))
             cbks.on_eval_batch_end(step, {"step": step + 1, **logs})
-            if num_samples is not None and count >= num_samples:
+            if num_iters is not None and step + 1 >= num_iters:
                 break
         if self._loss is not None and count:
             logs = {"loss": [total / count], **logs}
@@ -448,8 +448,10 @@ class Model:
         return logs
 
     def evaluate(self, eval_data, batch_size=1, log_freq=10, verbose=2, num_workers=0, callbacks=None,
-                 num_samples=None):
+                 num_iters=None):
         """Loss (mean over samples) and metrics on `eval_data` (Paddle's `Model.evaluate`).
+
+        `num_iters` stops after that many batches.
 
         Returns:
           A dict: 'loss' ([mean loss], when a loss is set) and each metric's name.
@@ -459,7 +461,7 @@ class Model:
                                     num_workers=num_workers, seed=self._seed, what="evaluate")
         cbks = config_callbacks(callbacks, model=self, batch_size=batch_size, log_freq=log_freq, verbose=verbose,
                                 metrics=self._metric_names(), mode="eval")
-        logs = self._evaluate(loader, cbks, num_samples)
+        logs = self._evaluate(loader, cbks, num_iters)
         logs.pop("samples", None)
         return logs
 

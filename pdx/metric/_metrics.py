@@ -128,10 +128,8 @@ class Accuracy(Metric):
 class _Binary(Metric):
     """Shared parts of Precision and Recall (binary, threshold 0.5)."""
 
-    _default = ""
-
-    def __init__(self, name=None, *args, **kwargs):
-        self._name = name or self._default
+    def __init__(self, name="", *args, **kwargs):
+        self._name = name
         self.reset()
 
     def compute(self, preds, labels, *args):
@@ -166,7 +164,8 @@ class Precision(_Binary):
       0.5
     """
 
-    _default = "precision"
+    def __init__(self, name="precision", *args, **kwargs):
+        super().__init__(name, *args, **kwargs)
 
     def accumulate(self):
         return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
@@ -182,7 +181,8 @@ class Recall(_Binary):
       0.5
     """
 
-    _default = "recall"
+    def __init__(self, name="recall", *args, **kwargs):
+        super().__init__(name, *args, **kwargs)
 
     def accumulate(self):
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
