@@ -161,3 +161,45 @@ def test_jit_save_uses_to_static_input_spec(tmp_path, rng):
                                x @ np.asarray(net.weight[...]) + np.asarray(net.bias[...]), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="input_spec is required"):
         pdx.jit.save(nn.Linear(3, 2), tmp_path / "other")
+
+
+class Gate(nn.Layer):
+    """Python `if` on a traced value: pdx.jit's control-flow conversion makes it a lax.cond."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if h.mean() > 0:
+            h = h * 2.0
+        else:
+            h = -h
+        for _ in range(3):
+            h = pdx.tanh(h) + x
+        return h
+
+
+def test_layer_with_python_control_flow_exports(tmp_path):
+    pdx.seed(1)
+    net = Gate()
+    path = pdx.export.export(net, tmp_path / "gate", [InputSpec([None, 4], "float32", "x")],
+                             targets=("xla", "iree-llvm-cpu"))
+    w, b = np.asarray(net.fc.weight[...]), np.asarray(net.fc.bias[...])
+
+    def reference(x):  # numpy
+        h = x @ w + b
+        h = h * 2.0 if h.mean() > 0 else -h
+        for _ in range(3):
+            h = np.tanh(h) + x
+        return h
+
+    xla, iree = pdx.export.load(path), pdx.export.load(path, runtime="iree")
+    taken = set()
+    for sign in (1.0, -1.0):
+        x = (sign * 3 * np.abs(np.linspace(0.1, 1, 20, dtype=np.float32))).reshape(5, 4)
+        taken.add(bool((x @ w + b).mean() > 0))
+        np.testing.assert_allclose(xla(x), reference(x), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(iree(x[:1]), reference(x[:1]), rtol=1e-5, atol=1e-5)
+    assert taken == {True, False}  # both branches ran from the one artifact
