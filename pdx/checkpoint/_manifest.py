@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pdx.checkpoint._errors import CheckpointCorruptError, CheckpointIncompleteError
 
-__all__ = ["MANIFEST", "COMMITTED", "FORMAT", "write_manifest", "verify_step", "is_committed", "fsync_dir"]
+__all__ = ["MANIFEST", "COMMITTED", "FORMAT", "write_manifest", "read_manifest", "verify_step", "is_committed", "fsync_dir"]
 
 MANIFEST = "MANIFEST.json"
 COMMITTED = "COMMITTED"
@@ -126,9 +126,10 @@ def read_manifest(step_dir: Path) -> dict:
         )
     try:
         manifest = json.loads(blob)
-        files = manifest["files"]
-    except (ValueError, KeyError, TypeError) as e:
+    except ValueError as e:
         raise CheckpointCorruptError(f"{step_dir / MANIFEST} does not parse: {e}", path=step_dir / MANIFEST) from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise CheckpointCorruptError(f"{step_dir / MANIFEST} has no 'files' table", path=step_dir / MANIFEST)
     return manifest
 
 
