@@ -71,11 +71,15 @@ def _build(fn: types.FunctionType) -> _Template:
     code = fn.__code__
     lines, first = inspect.getsourcelines(fn)
     source = textwrap.dedent("".join(lines))
-    tree = ast.parse(source)
-    node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
-        raise ConversionError(f"could not find the definition of {fn.__qualname__} in its source")
-    ast.increment_lineno(tree, first - 1)
+    if code.co_name == "<lambda>":
+        node = _lambda_def(source, code)
+        ast.increment_lineno(node, first - 1)
+    else:
+        tree = ast.parse(source)
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
+            raise ConversionError(f"could not find the definition of {fn.__qualname__} in its source")
+        ast.increment_lineno(tree, first - 1)
     parts = fn.__qualname__.split(".")
     class_name = parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else None
     node, locs = transform(node, class_name)
@@ -99,6 +103,32 @@ def _build(fn: types.FunctionType) -> _Template:
     inner = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == node.name)
     inner = inner.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     return _Template(inner, source_text, locs, code.co_filename, fn.__qualname__)
+
+
+def _lambda_def(source: str, code) -> ast.FunctionDef:
+    """`def <lambda>(args): return body` for the one lambda in `source` with
+    this code's arguments (the lines inspect gives may be a fragment)."""
+    tree = None
+    for text in (source, "(\n" + source + "\n)"):
+        try:
+            tree = ast.parse(text)
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        raise ConversionError("could not parse the source of a lambda")
+    offset = 0 if text is source else -1
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+             and tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == names]
+    if len(found) != 1:
+        raise ConversionError("several lambdas with these arguments on one line; use a def")
+    lam = found[0]
+    if offset:
+        ast.increment_lineno(lam, offset)
+    fn = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ast.Return(value=lam.body)],
+                         decorator_list=[], returns=None, type_comment=None, type_params=[])
+    return ast.fix_missing_locations(ast.copy_location(fn, lam))
 
 
 def convert(fn: types.FunctionType) -> types.FunctionType:
@@ -130,7 +160,7 @@ def convert(fn: types.FunctionType) -> types.FunctionType:
 
 def _convertible(fn) -> bool:
     return (isinstance(fn, types.FunctionType) and not getattr(fn, "__pdx_not_to_static__", False)
-            and not getattr(fn, "__pdx_converted__", False) and fn.__name__ != "<lambda>"
+            and not getattr(fn, "__pdx_converted__", False)
             and not _is_library(fn)
             and not fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
                                            | inspect.CO_ASYNC_GENERATOR))
@@ -158,7 +188,11 @@ def converted_call(f):
     """What a converted function calls instead of `f`: the converted version of
     user functions, methods and Layers; anything else unchanged."""
     if isinstance(f, types.FunctionType):
-        return convert_or_fallback(f) if _convertible(f) else f
+        if _convertible(f):
+            return convert_or_fallback(f)
+        if (f.__module__ or "").split(".")[0] in _HIGHER_ORDER:
+            return functools.partial(_library_call, f)
+        return f
     if isinstance(f, types.MethodType):
         func = f.__func__
         if _convertible(func):
