@@ -133,7 +133,10 @@ class TrainState:
         if len(variables) != len(leaves):
             raise TypeError("TrainState.create: every model variable must hold exactly one array")
         names = tuple(_dotted(path) for path, _ in variables)
+        # Both modes from a throwaway copy, whatever mode the user's model is in.
         copy = nnx.merge(graphdef, nnx_state)
+        copy.train()
+        graphdef = nnx.graphdef(copy)
         copy.eval()
         eval_graphdef = nnx.graphdef(copy)
 

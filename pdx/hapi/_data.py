@@ -85,7 +85,10 @@ def make_batches(data, *, batch_size: int, shuffle: bool, drop_last: bool, num_w
     io = _pdx_io()
     if io is not None and isinstance(data, io.DataLoader):
         return data
-    if io is not None and isinstance(data, io.Dataset) and not isinstance(data, getattr(io, "IterableDataset", ())):
+    if io is not None and isinstance(data, getattr(io, "IterableDataset", ())):
+        # An iterable dataset has no indices to shuffle; it yields samples in its own order.
+        return io.DataLoader(data, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers)
+    if io is not None and isinstance(data, io.Dataset):
         return io.DataLoader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, num_workers=num_workers)
     if _is_array(data):
         data = (data,)

@@ -265,7 +265,8 @@ class Model:
         if len(micro_batches) == 1:
             out_state, out = self._fn("train")(self._state, micro_batches[0])
         else:
-            stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *micro_batches)
+            stacked = jax.tree.map(lambda *xs: jnp.stack(xs) if isinstance(xs[0], jax.Array) else np.stack(xs),
+                                   *micro_batches)
             out_state, out = self._fn("train_acc")(self._state, stacked)
         self._state, self._stale = out_state, True
         return jax.device_get(out)
@@ -397,30 +398,30 @@ class Model:
     def _train_epoch(self, loader, cbks, epoch, k, updates, num_iters):
         for m in self._metrics:
             m.reset()
-        logs, group, skipped, step = {}, [], 0, -1
+        logs, group, step, skipped = {}, [], -1, 0
+
+        def update(step):
+            nonlocal skipped
+            out = self._run_train(group)
+            skipped += 0 if bool(out["finite"]) else 1
+            self._check_finite(out, epoch, step)
+            logs = {"loss": [float(out["loss"])], **self._update_metrics(out["metrics"]), "step": step + 1,
+                    "batch_size": sum(len(g[0][0]) for g in group)}
+            if skipped:
+                logs["skipped"] = skipped  # shown on the progress line
+            cbks.on_train_batch_end(step, logs)
+            return logs
+
         for step, batch in enumerate(loader):
             cbks.on_train_batch_begin(step)
             group.append(self._split(batch))
             if len(group) < k:
                 continue
-            out = self._run_train(group)
-            bs = sum(len(g[0][0]) for g in group)
-            group = []
-            updates += 1
-            skipped += 0 if bool(out["finite"]) else 1
-            self._check_finite(out, epoch, step)
-            logs = {"loss": [float(out["loss"])], **self._update_metrics(out["metrics"]), "step": step + 1,
-                    "batch_size": bs}
-            if skipped:
-                logs["skipped"] = skipped
-            cbks.on_train_batch_end(step, logs)
+            logs, group, updates = update(step), [], updates + 1
             if self.stop_training or (num_iters is not None and updates >= num_iters):
                 break
         if group:  # a last, shorter accumulation group
-            out = self._run_train(group)
-            updates += 1
-            self._check_finite(out, epoch, step)
-            logs = {"loss": [float(out["loss"])], **self._update_metrics(out["metrics"]), "step": step + 1}
+            logs, updates = update(step), updates + 1
         return logs, updates
 
     def _evaluate(self, loader, cbks, num_iters=None):
