@@ -20,40 +20,22 @@ the remaining batches.
 
 from __future__ import annotations
 
-import os
-import traceback
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import grain
 import jax
 import numpy as np
 
-from pdx.io import _worker
 from pdx.io._collate import default_collate_fn, default_convert_fn
-from pdx.io._dataset import Dataset, IterableDataset
+from pdx.io._dataset import IterableDataset
 from pdx.io._sampler import BatchSampler, RandomSampler, SequenceSampler
+
+if TYPE_CHECKING:
+    from pdx.io._pipeline import Stream
 
 __all__ = ["DataLoader"]
 
 _STATE_VERSION = 1
-_SPAWN_HINT = (
-    "\nWorkers are started with multiprocessing's 'spawn': each re-imports the main module. If the main "
-    "module is a script, put the code that builds and iterates the DataLoader under "
-    "`if __name__ == \"__main__\":`; a worker that crashed on its own (segfault, out of memory, os._exit) "
-    "logs its cause above."
-)
-_ENDLESS = 1 << 50  # stream length when workers persist across epochs
-
-
-def _ensure_grain_flags() -> None:
-    # grain reads absl flags when it starts workers; a program that never
-    # called absl's app.run has unparsed flags, and reading one raises.
-    from absl import flags
-
-    if not flags.FLAGS.is_parsed():
-        flags.FLAGS.mark_as_parsed()
-
 
 _seed_draws: dict = {"key": None, "count": 0}
 
@@ -74,124 +56,6 @@ def _default_seed() -> int:
     seed = np.random.SeedSequence([*words, _seed_draws["count"]]).generate_state(1)[0]
     _seed_draws["count"] += 1
     return int(seed) & 0x7FFFFFFF
-
-
-class _Plan:
-    """Epoch -> list of index batches; recomputable in any process when the sampler allows."""
-
-    def __init__(self, batch_sampler, fixed: list | None = None):
-        self.batch_sampler, self.fixed = batch_sampler, fixed
-        self._cache: tuple[int, list] | None = None
-
-    def batches(self, epoch: int) -> list:
-        if self.fixed is not None:
-            return self.fixed
-        if self._cache is None or self._cache[0] != epoch:
-            if hasattr(self.batch_sampler, "set_epoch"):
-                self.batch_sampler.set_epoch(epoch)
-            self._cache = (epoch, [list(b) for b in self.batch_sampler])
-        return self._cache[1]
-
-    def __getstate__(self):
-        return {"batch_sampler": self.batch_sampler, "fixed": self.fixed, "_cache": None}
-
-
-def _where() -> str:
-    ids = _worker._worker_ids()
-    return "main process (num_workers=0)" if ids is None else f"worker {ids[0]} (pid {os.getpid()})"
-
-
-class _LoadBatch:
-    """position -> collated numpy batch; runs in the workers (numpy only)."""
-
-    def __init__(self, dataset, plan: _Plan, collate_fn, seed: int, batches_per_epoch: int, auto_collate: bool):
-        self.dataset, self.plan, self.collate_fn = dataset, plan, collate_fn
-        self.seed, self.batches_per_epoch, self.auto_collate = seed, batches_per_epoch, auto_collate
-
-    def __call__(self, position: int):
-        epoch, b = divmod(int(position), self.batches_per_epoch)
-        indices = self.plan.batches(epoch)[b]
-        scope = _worker._SampleScope(self.seed, epoch, self.dataset)
-        samples = []
-        for index in indices:
-            scope.enter(index)
-            try:
-                samples.append(self.dataset[index])
-            except Exception as e:  # noqa: BLE001  (re-raised naming the worker and sample)
-                raise RuntimeError(
-                    f"DataLoader {_where()} failed loading sample index {index} (epoch {epoch}, batch {b}): "
-                    f"{type(e).__name__}: {e}\n--- dataset traceback ---\n{traceback.format_exc()}") from e
-            finally:
-                scope.leave()
-        if not self.auto_collate:
-            return self.collate_fn(samples[0])
-        try:
-            return self.collate_fn(samples)
-        except Exception as e:  # noqa: BLE001
-            raise RuntimeError(f"DataLoader {_where()} failed collating batch {b} of epoch {epoch} "
-                               f"(sample indices {indices}): {type(e).__name__}: {e}") from e
-
-
-class _WorkerInit:
-    def __init__(self, user_fn: Callable[[int], Any] | None, seed: int):
-        self.user_fn, self.seed = user_fn, seed
-
-    def __call__(self, worker_id: int, num_workers: int) -> None:
-        _worker._set_worker(worker_id, num_workers, self.seed)
-        if self.user_fn is not None:
-            self.user_fn(worker_id)
-
-
-class _IterableSource(grain.IterDataset):
-    """A user IterableDataset as a grain source: each worker iterates its own copy."""
-
-    def __init__(self, dataset, batch_size, drop_last, collate_fn, seed, epoch):
-        super().__init__()
-        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
-        self.collate_fn, self.seed, self.epoch = collate_fn, seed, epoch
-
-    def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
-        # grain hands each worker the slice (w, None, n); Paddle semantics are
-        # that every worker runs the whole iterable and splits it itself
-        # via get_worker_info(), so the slice only tells us who we are.
-        del sl, sequential_slice
-
-    def __iter__(self):
-        return _IterableSourceIterator(self)
-
-
-class _IterableSourceIterator(grain.DatasetIterator):
-    def __init__(self, source: _IterableSource):
-        super().__init__()
-        self._source = source
-        self._it = iter(source.dataset)
-        self._count = 0  # samples drawn; the per-sample RNG index
-
-    def __next__(self):
-        src = self._source
-        scope = _worker._SampleScope(src.seed, src.epoch, src.dataset)
-        samples = []
-        while src.batch_size is None and not samples or src.batch_size is not None and len(samples) < src.batch_size:
-            scope.enter(self._count)
-            try:
-                samples.append(next(self._it))
-            except StopIteration:
-                break
-            except Exception as e:  # noqa: BLE001
-                raise RuntimeError(f"DataLoader {_where()} failed reading sample {self._count} of the iterable "
-                                   f"dataset: {type(e).__name__}: {e}\n{traceback.format_exc()}") from e
-            finally:
-                scope.leave()
-            self._count += 1
-        if not samples or (src.drop_last and src.batch_size is not None and len(samples) < src.batch_size):
-            raise StopIteration
-        return src.collate_fn(samples[0]) if src.batch_size is None else src.collate_fn(samples)
-
-    def get_state(self):
-        return {"count": self._count}
-
-    def set_state(self, state):
-        raise NotImplementedError("pdx replays an iterable dataset from its start instead of setting a state.")
 
 
 class DataLoader:
@@ -318,11 +182,11 @@ class DataLoader:
         weakref.finalize(self, _close_held, self._holder)
 
     @property
-    def _stream(self) -> _Stream | None:
+    def _stream(self) -> Stream | None:
         return self._holder[0]
 
     @_stream.setter
-    def _stream(self, stream: _Stream | None) -> None:
+    def _stream(self, stream: Stream | None) -> None:
         self._holder[0] = stream
 
     def __len__(self) -> int:
@@ -394,85 +258,6 @@ def _close_held(holder: list) -> None:
         holder[0] = None
 
 
-class _Stream:
-    """One grain pipeline producing batches from a position onwards."""
-
-    def __init__(self, loader: DataLoader, epoch: int, batch: int):
-        _ensure_grain_flags()
-        self.num_workers = loader.num_workers
-        # no reference to the loader: its finalizer must be able to run
-        self._options = (loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn, loader.seed)
-        if loader.is_iterable:
-            self._init_iterable(loader, epoch)
-            self.position = 0
-            for _ in range(batch):  # iterable datasets are replayed up to the saved position
-                next(self._it)
-                self.position += 1
-            return
-        bpe = len(loader)
-        if bpe == 0:
-            raise ValueError("DataLoader: the batch sampler yields no batches (dataset smaller than batch_size "
-                             "with drop_last=True?).")
-        sampler = loader.batch_sampler
-        if getattr(sampler, "epoch_deterministic", False):
-            plan, self.persistent = _Plan(sampler), loader.persistent_workers
-        else:
-            # The order may depend on hidden RNG state: draw it here, once,
-            # and ship the list; such a stream ends with its epoch.
-            plan, self.persistent = _Plan(sampler, fixed=[list(b) for b in sampler]), False
-            if len(plan.fixed) != bpe:
-                raise ValueError(f"DataLoader: len(batch_sampler)={bpe} but it yielded {len(plan.fixed)} batches.")
-        self.start = epoch * bpe + batch
-        self.position = self.start
-        self.stop = _ENDLESS if self.persistent else (epoch + 1) * bpe
-        self.first_epoch = epoch
-        load = _LoadBatch(loader.dataset, plan, loader.collate_fn, loader.seed, bpe, loader.auto_collate)
-        ds = grain.MapDataset.range(self.start, self.stop).map(load)
-        self._it = self._build(ds.to_iter_dataset(self._read_options()))
-
-    def _init_iterable(self, loader, epoch):
-        self.persistent, self.start = False, 0
-        src = _IterableSource(loader.dataset, loader.batch_size, loader.drop_last, loader.collate_fn,
-                              loader.seed, epoch)
-        self._it = self._build(src)
-
-    def _read_options(self) -> grain.ReadOptions:
-        use_buffer_reader, prefetch_factor, _, _ = self._options
-        if self.num_workers == 0 and not use_buffer_reader:
-            return grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
-        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=prefetch_factor)
-
-    def _build(self, ds):
-        if self.num_workers > 0:
-            _, prefetch_factor, worker_init_fn, seed = self._options
-            options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=prefetch_factor)
-            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(worker_init_fn, seed))
-        return iter(ds)
-
-    def next(self):
-        try:
-            batch = next(self._it)
-        except StopIteration:
-            raise
-        except Exception as e:
-            self.close()
-            worker = ("the main process" if self.num_workers == 0
-                      else f"worker {(self.position - self.start) % self.num_workers}")
-            message = str(e)
-            if message.startswith("DataLoader "):  # already names the worker and sample
-                raise RuntimeError(message) from None
-            hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
-            raise RuntimeError(f"DataLoader {worker} failed producing batch at stream position {self.position}: "
-                               f"{type(e).__name__}: {e}{hint}") from e
-        self.position += 1
-        return batch
-
-    def close(self):
-        it, self._it = self._it, None
-        if it is not None and hasattr(it, "close"):
-            it.close()
-
-
 class _DataLoaderIter:
     """Iterator over one epoch of a DataLoader, with a JSON-able state."""
 
@@ -480,7 +265,7 @@ class _DataLoaderIter:
         self._loader = loader
         self._epoch, self._batch = epoch, batch
         self._bpe = None if loader.is_iterable else len(loader)
-        self._stream: _Stream | None = None
+        self._stream: Stream | None = None
         self._done = False
 
     def __iter__(self):
@@ -491,7 +276,7 @@ class _DataLoaderIter:
             raise TypeError("len() of a DataLoader iterator is unknown for an IterableDataset.")
         return self._bpe
 
-    def _get_stream(self) -> _Stream:
+    def _get_stream(self) -> Stream:
         if self._stream is None:
             loader = self._loader
             shared = loader._stream
@@ -501,7 +286,9 @@ class _DataLoaderIter:
             else:
                 if shared is not None:
                     shared.close()
-                self._stream = loader._stream = _Stream(loader, self._epoch, self._batch)
+                from pdx.io._pipeline import Stream  # grain loads on first use
+
+                self._stream = loader._stream = Stream(loader, self._epoch, self._batch)
         return self._stream
 
     def __next__(self):
