@@ -90,3 +90,26 @@ def test_fit_takes_a_pdx_io_dataset(rng):
     model.fit(data, batch_size=24, epochs=3, drop_last=True, verbose=0, callbacks=[Sizes()])
     assert sizes == [24, 24] * 3  # batch_size and drop_last reached the DataLoader
     assert model.evaluate(data, batch_size=64, verbose=0)["acc"] > 0.8
+
+
+def test_iterable_dataset_and_a_short_last_accumulation_group(rng):
+    class Stream(pdx.io.IterableDataset):
+        def __iter__(self):
+            r = np.random.default_rng(0)
+            for i in range(40):
+                yield r.normal(size=4).astype(np.float32), np.int64(i % 2)
+
+    net = nn.Linear(4, 2)
+    net.eval()  # the TrainState trains in training mode whatever mode the network was left in
+    model = pdx.Model(net)
+    model.prepare(pdx.optimizer.SGD(0.1, parameters=net), F.cross_entropy)
+    assert model.train_state.merge().training and not model.train_state.merge(training=False).training
+    ends = []
+
+    class Ends(pdx.callbacks.Callback):
+        def on_train_batch_end(self, step, logs=None):
+            ends.append((step, logs["batch_size"]))
+
+    model.fit(Stream(), batch_size=8, epochs=1, verbose=0, accumulate_grad_batches=2, callbacks=[Ends()])
+    assert ends == [(1, 16), (3, 16), (4, 8)]  # 5 batches: two groups of 2, then the last one alone
+    assert int(model.train_state.step) == 3
