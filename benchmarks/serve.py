@@ -1,22 +1,26 @@
 """`pdx serve` throughput and latency, next to calling the predictor directly.
 
-Exports LeNet (pdx.vision.models, 1x28x28 inputs, dynamic batch), starts the
-real `pdx serve` command in a subprocess on loopback, with dynamic
-batching (--max-batch-size 32; --batch-timeout-ms 0 and 2) and without it
-(--max-batch-size 1), and
-sends single-image requests from client threads (pdx.export.Client, one
-kept-alive connection per thread), as JSON and as .npy. Prints requests/s and
-the p50/p99 request latency seen by the client. The reference rows call the
-loaded predictor in this process with no HTTP at all: one image per call (what
-a server without batching can at best do) and 32 images per call (the batched
-upper bound, in images/s).
+Exports a model from pdx.vision.models with a dynamic batch dim, starts the
+real `pdx serve` command in a subprocess on loopback, with dynamic batching
+(--max-batch-size 32; --batch-timeout-ms 0 and 2) and without it
+(--max-batch-size 1), and sends single-image requests from client threads
+(pdx.export.Client, one kept-alive connection per thread), as JSON and as
+.npy. Prints images/s and the p50/p99 request latency seen by the client.
+The reference rows call the loaded predictor in this process with no HTTP at
+all: one image per call (what a server without batching can at best do) and
+32 images per call (the batched upper bound).
+
+Models: lenet (1x28x28; so cheap that HTTP dominates) and mobilenet_v2
+(3x32x32, 10 classes; the case batching is for: on CPU one call of 32 images
+costs far less than 32 calls of one).
 
 Client threads and server share the machine, so on a small CPU the numbers
 include the client's own cost; compare rows with each other, not with another
 machine.
 
 Usage:
-  python benchmarks/serve.py                    # ~1 min on an idle 2-core CPU
+  python benchmarks/serve.py                    # LeNet, ~1 min on an idle 2-core CPU
+  python benchmarks/serve.py --model mobilenet_v2 --requests 320 --concurrency 32
   python benchmarks/serve.py --requests 500 --concurrency 1,8,32
 """
 
@@ -33,6 +37,22 @@ import tempfile
 import time
 
 import numpy as np
+
+
+def _lenet():
+    from pdx.vision.models import LeNet
+
+    return LeNet()
+
+
+def _mobilenet_v2():
+    from pdx.vision.models import mobilenet_v2
+
+    return mobilenet_v2(num_classes=10)
+
+
+# name -> (factory, input shape without the batch dim)
+MODELS = {"lenet": (_lenet, (1, 28, 28)), "mobilenet_v2": (_mobilenet_v2, (3, 32, 32))}
 
 
 def _start(path: str, max_batch_size: int, batch_timeout_ms: float, log) -> tuple[subprocess.Popen, str]:
@@ -58,7 +78,7 @@ def _load(client, name: str, images: np.ndarray, concurrency: int, binary: bool)
         client.predict(name, images[i:i + 1], binary=binary)
         return time.perf_counter() - start
 
-    for i in range(min(64, len(images))):  # connections and first requests, outside the timing
+    for i in range(min(8, len(images))):  # first requests, outside the timing
         one(i)
     start = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
@@ -83,21 +103,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", default="1,32", help="comma-separated client thread counts")
+    parser.add_argument("--model", choices=sorted(MODELS), default="lenet")
     args = parser.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
 
     import pdx
     from pdx.export import Client, export, load
     from pdx.jit import InputSpec
-    from pdx.vision.models import LeNet
 
     pdx.seed(0)
-    net = LeNet()
+    factory, shape = MODELS[args.model]
+    net = factory()
     net.eval()
     tmp = tempfile.mkdtemp(prefix="pdx-serve-bench-")
-    path = str(export(net, os.path.join(tmp, "lenet"), [InputSpec([None, 1, 28, 28], "float32", "image")],
-                      name="lenet", differentiable=False))
-    images = np.random.default_rng(0).standard_normal((args.requests, 1, 28, 28)).astype(np.float32)
+    path = str(export(net, os.path.join(tmp, args.model), [InputSpec([None, *shape], "float32", "image")],
+                      name=args.model, differentiable=False))
+    images = np.random.default_rng(0).standard_normal((args.requests, *shape)).astype(np.float32)
 
     rows = []
     predictor = load(path)
@@ -115,7 +136,7 @@ def main() -> None:
                 client.wait_ready(180)
                 for concurrency in concurrencies:
                     for binary in (False, True):
-                        per_s, p50, p99 = _load(client, "lenet", images, concurrency, binary)
+                        per_s, p50, p99 = _load(client, args.model, images, concurrency, binary)
                         rows.append((label, concurrency, ".npy" if binary else "JSON", per_s, p50, p99))
                         print(f"  {label:<36} c={concurrency:<3} {'npy' if binary else 'json':<4} "
                               f"{per_s:8.0f}/s  p50 {p50:7.2f} ms  p99 {p99:7.2f} ms", flush=True)
@@ -123,7 +144,8 @@ def main() -> None:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(60)
 
-    print(f"\nLeNet, single-image requests, {args.requests} per row, {os.cpu_count()} CPU cores")
+    print(f"\n{args.model} {list(shape)}, single-image requests, {args.requests} per row, "
+          f"{os.cpu_count()} CPU cores")
     print(f"| {'setup':<36} | clients | body | images/s | p50 ms | p99 ms |")
     print(f"|{'-' * 38}|--------:|------|---------:|-------:|-------:|")
     for label, conc, body, per_s, p50, p99 in rows:
