@@ -147,6 +147,18 @@ def _visible(q_pos, k_pos, q_seg, k_seg, *, causal, kv_len):
     return mask
 
 
+def _full_k_blocks(i, block_q, block_k, upper, *, causal, kv_len, segments):
+    """Key blocks [0, n) that every query of query block i sees in full, so they skip the mask."""
+    if segments:
+        return 0
+    n = upper
+    if causal:  # key block j is wholly visible iff its last key <= the block's first query
+        n = jnp.minimum(n, lax.div(i * block_q, block_k))
+    if kv_len is not None:
+        n = jnp.minimum(n, kv_len // block_k)
+    return n
+
+
 def _logits(q, k, bias, mask, *, scale, precision):
     """Base-2 logits of a (bq, D) x (bk, D) tile, bias added, masked."""
     s = plgpu.dot(q, k.T, precision=precision) * (scale * LOG2E)
@@ -165,12 +177,14 @@ def _forward_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, o_ref, ls
     q_pos = i * block_q + jnp.arange(block_q)
     q_seg = None if qseg_ref is None else qseg_ref[...]
 
-    def body(j, carry):
+    def body(j, carry, masked):
         acc, m, l = carry
         ks = pl.ds(j * block_k, block_k)
         k_pos = j * block_k + jnp.arange(block_k)
-        mask = _visible(q_pos, k_pos, q_seg, None if kseg_ref is None else kseg_ref[ks], causal=causal,
-                        kv_len=kv_len)
+        mask = None
+        if masked:
+            mask = _visible(q_pos, k_pos, q_seg, None if kseg_ref is None else kseg_ref[ks], causal=causal,
+                            kv_len=kv_len)
         s = _logits(q, k_ref[ks, :], None if bias_ref is None else bias_ref[:, ks], mask, scale=scale,
                     precision=precision)
         m_new = jnp.maximum(m, jnp.max(s, axis=1))
@@ -186,7 +200,9 @@ def _forward_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, o_ref, ls
     acc = jnp.zeros((block_q, q_ref.shape[1]), jnp.float32)
     m = jnp.full((block_q,), MASK, jnp.float32)
     l = jnp.zeros((block_q,), jnp.float32)
-    acc, m, l = lax.fori_loop(0, upper, body, (acc, m, l))
+    split = _full_k_blocks(i, block_q, block_k, upper, causal=causal, kv_len=kv_len, segments=qseg_ref is not None)
+    carry = lax.fori_loop(0, split, functools.partial(body, masked=False), (acc, m, l))
+    acc, m, l = lax.fori_loop(split, upper, functools.partial(body, masked=True), carry)
     seen = m > MASK / 2
     o_ref[...] = jnp.where(seen[:, None], acc / l[:, None], 0.0).astype(o_ref.dtype)
     # +inf makes exp2(s - lse) = 0 in the backward pass for rows that saw nothing.
@@ -204,14 +220,16 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_
     k_pos = j * block_k + jnp.arange(block_k)
     k_seg = None if kseg_ref is None else kseg_ref[...]
 
-    def body(t, carry):
+    def body(t, carry, masked):
         dk, dv = carry
         i, h = lax.div(t, group), lax.rem(t, group)
         qs = pl.ds(i * block_q, block_q)
         q = q_ref[qs, h, :]
         do = do_ref[qs, h, :]
-        mask = _visible(i * block_q + jnp.arange(block_q), k_pos, None if qseg_ref is None else qseg_ref[qs], k_seg,
-                        causal=causal, kv_len=kv_len)
+        mask = None
+        if masked:
+            mask = _visible(i * block_q + jnp.arange(block_q), k_pos, None if qseg_ref is None else qseg_ref[qs],
+                            k_seg, causal=causal, kv_len=kv_len)
         bias = None if bias_ref is None else bias_ref[h if bias_per_head else 0, qs, :]
         s = _logits(q, k, bias, mask, scale=scale, precision=precision)
         p = jnp.exp2(s - lse_ref[h, qs][:, None])
@@ -221,9 +239,18 @@ def _dkdv_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_
         dk = dk + plgpu.dot(ds.astype(q.dtype).T, q, precision=precision)
         return dk, dv
 
-    lower = lax.div(j * block_k, block_q) * group if causal else 0
+    lower = lax.div(j * block_k, block_q) if causal else 0
+    # Query blocks from `split` on see every key of this block (no mask needed there).
+    split = num_q_blocks
+    if qseg_ref is None:
+        split = jnp.minimum(lax.div((j + 1) * block_k + block_q - 1, block_q), num_q_blocks) if causal \
+            else jnp.int32(0)
+        if kv_len is not None:  # a block holding padded keys needs the mask for every query
+            # (int32 operands: Triton's lowering rejects a select between two Python ints)
+            split = jnp.where((j + 1) * block_k > kv_len, jnp.int32(num_q_blocks), split)
     zeros = jnp.zeros((block_k, k_ref.shape[1]), jnp.float32)
-    dk, dv = lax.fori_loop(lower, num_q_blocks * group, body, (zeros, zeros))
+    carry = lax.fori_loop(lower * group, split * group, functools.partial(body, masked=True), (zeros, zeros))
+    dk, dv = lax.fori_loop(split * group, num_q_blocks * group, functools.partial(body, masked=False), carry)
     dk_ref[...] = (dk * scale).astype(dk_ref.dtype)
     dv_ref[...] = dv.astype(dv_ref.dtype)
 
@@ -240,11 +267,13 @@ def _dq_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_re
     q_pos = i * block_q + jnp.arange(block_q)
     q_seg = None if qseg_ref is None else qseg_ref[...]
 
-    def body(j, dq):
+    def body(j, dq, masked):
         ks = pl.ds(j * block_k, block_k)
         k = k_ref[ks, :]
-        mask = _visible(q_pos, j * block_k + jnp.arange(block_k), q_seg,
-                        None if kseg_ref is None else kseg_ref[ks], causal=causal, kv_len=kv_len)
+        mask = None
+        if masked:
+            mask = _visible(q_pos, j * block_k + jnp.arange(block_k), q_seg,
+                            None if kseg_ref is None else kseg_ref[ks], causal=causal, kv_len=kv_len)
         s = _logits(q, k, None if bias_ref is None else bias_ref[:, ks], mask, scale=scale, precision=precision)
         p = jnp.exp2(s - lse[:, None])
         dp = plgpu.dot(do, v_ref[ks, :].T, precision=precision)
@@ -256,7 +285,10 @@ def _dq_kernel(q_ref, k_ref, v_ref, qseg_ref, kseg_ref, bias_ref, do_ref, lse_re
     upper = num_k_blocks
     if causal and dbias_ref is None:  # dbias must be written everywhere, so no skipping then
         upper = jnp.minimum(lax.div((i + 1) * block_q + block_k - 1, block_k), num_k_blocks)
-    dq = lax.fori_loop(0, upper, body, jnp.zeros((block_q, q_ref.shape[1]), jnp.float32))
+    split = _full_k_blocks(i, block_q, block_k, upper, causal=causal, kv_len=kv_len, segments=qseg_ref is not None)
+    dq = lax.fori_loop(0, split, functools.partial(body, masked=False), jnp.zeros((block_q, q_ref.shape[1]),
+                                                                               jnp.float32))
+    dq = lax.fori_loop(split, upper, functools.partial(body, masked=True), dq)
     dq_ref[...] = (dq * scale).astype(dq_ref.dtype)
 
 
