@@ -49,7 +49,7 @@ def _n_forward_inputs(network) -> int | None:
     return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
 
 
-def _specs(value, what):
+def _specs(value):
     if value is None:
         return None
     if isinstance(value, dict):
@@ -91,8 +91,8 @@ class Model:
         if not hasattr(network, "named_parameters"):
             raise TypeError(f"pdx.Model: network must be a pdx.nn.Layer; got {type(network).__name__}")
         self._network = network
-        self._inputs = _specs(inputs, "inputs")
-        self._labels = _specs(labels, "labels")
+        self._inputs = _specs(inputs)
+        self._labels = _specs(labels)
         self._optimizer = None
         self._loss = None
         self._metrics: list = []
