@@ -257,8 +257,11 @@ def restore_step(step_dir, target=None, shardings=None, *, dtype=None, as_numpy:
     args = [leaf_args(p, leaf, s) for (p, leaf), s in zip(flat, flat_shardings)]
     restore_args = jax.tree_util.tree_unflatten(treedef, args)
     partial = target is not None and len(flat) < len(saved_leaves)
-    item = None if target is None else jax.tree_util.tree_unflatten(
-        treedef, [jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for _, leaf in flat])
+    def abstract(path, leaf):  # Python scalars in the target take the saved shape and dtype
+        meta = saved_leaves[_path_str(path)]
+        return jax.ShapeDtypeStruct(getattr(leaf, "shape", meta.shape), getattr(leaf, "dtype", meta.dtype))
+
+    item = None if target is None else jax.tree_util.tree_unflatten(treedef, [abstract(p, leaf) for p, leaf in flat])
     return ckptr.restore(state_dir, args=ocp.args.PyTreeRestore(item=item, restore_args=restore_args,
                                                                 partial_restore=partial))
 
