@@ -203,3 +203,17 @@ def test_layer_with_python_control_flow_exports(tmp_path):
         np.testing.assert_allclose(xla(x), reference(x), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(iree(x[:1]), reference(x[:1]), rtol=1e-5, atol=1e-5)
     assert taken == {True, False}  # both branches ran from the one artifact
+
+
+def test_arm64_linux_and_vulkan_targets_compile(tmp_path):
+    path = pdx.export.export(lambda x: pdx.tanh(x) * 2, tmp_path / "tanh", [InputSpec([None, 4], "float32", "x")],
+                             targets=("iree-arm64-linux", "iree-vulkan"))
+    with zipfile.ZipFile(path / "iree-arm64-linux.vmfb") as vmfb:
+        elf = vmfb.read(next(n for n in vmfb.namelist() if n.endswith(".so")))
+    assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == 183  # EM_AARCH64
+    with zipfile.ZipFile(path / "iree-vulkan.vmfb") as vmfb:
+        spirv = vmfb.read(next(n for n in vmfb.namelist() if "spirv" in n))
+    assert (0x07230203).to_bytes(4, "little") in spirv  # SPIR-V magic number
+    manifest = pdx.export.load(path).manifest
+    assert manifest["targets"]["iree-vulkan"]["backend"] == "vulkan-spirv"
+    assert manifest["targets"]["iree-arm64-linux"]["flags"] == ["--iree-llvmcpu-target-triple=aarch64-none-linux-gnu"]
