@@ -7,17 +7,20 @@
     named_sharding      the NamedSharding for an input batch
     logical_to_spec, zero_spec   the rules as functions
     collectives, collective_summary   collectives in a compiled step's HLO
+    run_layers, pipeline, bubble_fraction   layer stacks: loop, scan or GPipe/interleaved pipeline
     init                join the multi-process job (`pdx launch`, SLURM, Kubernetes)
 """
 
 from pdx.parallel._config import HybridConfig, default_rules
 from pdx.parallel._hlo import Collective, collective_summary, collectives
 from pdx.parallel._launch import init
+from pdx.parallel._pipeline import bubble_fraction, pipeline, run_layers
 from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
 
 __all__ = [
     "Collective",
     "HybridConfig",
+    "bubble_fraction",
     "collective_summary",
     "collectives",
     "constrain",
@@ -25,6 +28,8 @@ __all__ = [
     "init",
     "logical_to_spec",
     "named_sharding",
+    "pipeline",
+    "run_layers",
     "shard",
     "use_mesh",
     "zero_spec",

@@ -69,6 +69,10 @@ class HybridConfig:
       sep_degree: sequence/context parallel group size ("seq" dimension).
       order: mesh axes from outermost to innermost.
       rules: overrides of the logical-axis rules, e.g. `{"embed": "mp"}`.
+      accumulate_steps: pipeline microbatches per step (Paddle's
+        `pp_configs.accumulate_steps`); the batch is split into this many.
+      virtual_pp_degree: layer chunks per pipeline stage; > 1 runs the
+        interleaved (circular) schedule, which shrinks the bubble.
 
     Example:
       >>> import pdx
@@ -85,9 +89,11 @@ class HybridConfig:
     sep_degree: int = 1
     order: tuple[str, ...] = _DEFAULT_ORDER
     rules: Mapping[str, object] | None = None
+    accumulate_steps: int = 1
+    virtual_pp_degree: int = 1
 
     def __post_init__(self):
-        for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree"):
+        for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree", "accumulate_steps", "virtual_pp_degree"):
             value = getattr(self, field)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"HybridConfig: {field} must be a positive int; got {value!r}")

@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import pdx.nn.functional as F
 from pdx import kernels
 from pdx.models.llama._config import LlamaConfig
-from pdx.nn import Embedding, Layer, LayerList, Linear, ParamAttr, RMSNorm, axes, recompute, scan_layers
+from pdx.nn import Embedding, Layer, LayerList, Linear, ParamAttr, RMSNorm, axes
+from pdx.parallel import run_layers
 from pdx.nn.initializer import Normal
 
 
@@ -123,11 +124,7 @@ class LlamaModel(Layer):
             positions = jnp.arange(input_ids.shape[-1])[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
-        if c.scan_layers:
-            x = scan_layers(self.layers, x, cos, sin, policy=c.recompute)
-        else:
-            for layer in self.layers:
-                x = (recompute(layer, policy=c.recompute) if c.recompute else layer)(x, cos, sin)
+        x = run_layers(self.layers, x, cos, sin, scan=c.scan_layers, policy=c.recompute)
         return self.norm(x)
 
     def decode(self, input_ids, cache, index):
