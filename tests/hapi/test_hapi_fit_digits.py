@@ -149,6 +149,7 @@ def test_load_mismatch_is_clear(trained, tmp_path):
 def test_bf16_matches_fp32_accuracy(trained, digits, level):
     _, fp32_acc, _, _ = trained
     model, acc = _fit(digits, amp_configs={"level": level, "dtype": "bfloat16"}, verbose=0)
+    print(f"digits test accuracy: bf16 {level} {acc:.4f}, float32 {fp32_acc:.4f}")
     assert abs(acc - fp32_acc) <= 0.01, (level, acc, fp32_acc)
     # the master weights stay float32
     assert all(str(v.dtype) == "float32" for v in model.train_state.params.values())
