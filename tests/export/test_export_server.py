@@ -288,7 +288,8 @@ def _start_in_thread(app):
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    # log_config=None: leave the test process's logging alone (no handlers bound to pytest's streams)
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     return server, thread, f"http://127.0.0.1:{sock.getsockname()[1]}"
