@@ -293,6 +293,45 @@ def find_first_traced(x, n):
     return -1
 
 
+def while_break_continue(x):
+    i = 0
+    s = jnp.float32(0)
+    while i < 6:
+        i += 1
+        if x[i % 3] < 0:
+            continue
+        if s > 5:
+            break
+        s = s + x[i % 3]
+    return s, i
+
+
+def traced_range_break(x, n):
+    s = jnp.float32(0)
+    for i in range(n):
+        if s > 3:
+            break
+        s = s + x[i]
+    return s
+
+
+def enumerate_rows(x):
+    s = jnp.zeros(x.shape[1:], x.dtype)
+    for i, row in enumerate(x):  # a Python iterator: unrolled, ifs converted
+        if row.sum() > i:
+            s = s + row
+    return s
+
+
+def nested_def(x):
+    def pick(v):
+        if v.sum() > 0:
+            return v
+        return v * -2
+
+    return pick(x) + pick(x - 1)
+
+
 # -- lists -------------------------------------------------------------------------------
 
 def list_in_scan(x):
@@ -473,6 +512,10 @@ CORPUS = [
     (calls_helper, [(_f32(1, 2),), (_f32(-1, 0.5),)]),
     (helper_in_loop, [(R(3, 2),), (R(3, 2),)]),
     (recursion, [(_f32(1, 2),), (_f32(-1, 0.5),)]),
+    (while_break_continue, [(_f32(1, 2, 3),), (_f32(-1, 2, -3),), (_f32(-1, -1, -1),)]),
+    (traced_range_break, [(_f32(1, 2, 3, 4), jnp.int32(4)), (_f32(1, 1, 0, 0), jnp.int32(3))]),
+    (enumerate_rows, [(R(3, 2),), (R(3, 2) + 2,)]),
+    (nested_def, [(_f32(1, 2),), (_f32(-1, 0.5),)]),
     (beam_search_like, [(jnp.asarray(A([[0.9, 0.1], [0.8, 0.7], [0.2, 0.4], [0.9, 0.9]], np.float32)),),
                         (jnp.asarray(A([[0.9, 0.1], [0.8, 0.7], [0.6, 0.9], [0.9, 0.9]], np.float32)),)]),
 ]
@@ -507,6 +550,12 @@ def test_layer_matches_eager(cls, inputs):
     pdx.jit(layer)
     for args, want in zip(inputs, eager):
         _close(layer(*args), want)
+
+
+def test_lambda_entry_point():
+    scale = pdx.jit(lambda x: x * 2 if x.sum() > 0 else x / 2)
+    np.testing.assert_allclose(scale(_f32(1, 2)), [2, 4])
+    np.testing.assert_allclose(scale(_f32(-1, -2)), [-0.5, -1])
 
 
 def test_paths_differ():
