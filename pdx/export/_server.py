@@ -538,8 +538,7 @@ class _Service:
         return [np.asarray(o) for o in out]
 
     def output_names(self) -> list[str]:
-        names = list(getattr(self.predictor, "output_names", ()) or ())
-        return names
+        return list(getattr(self.predictor, "output_names", ()) or ())
 
     # ---- handlers
 
@@ -571,7 +570,10 @@ class _Service:
             raise _HTTPError(408, f"request body not received within {self.timeout_s:g} s (--timeout-s)") from None
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         specs = tuple(self.predictor.input_specs)
-        decode = lambda: self._validate(_decode(body, content_type, specs, self.max_body_bytes, self.max_json_depth))
+
+        def decode() -> list:
+            return self._validate(_decode(body, content_type, specs, self.max_body_bytes, self.max_json_depth))
+
         if len(body) <= _INLINE_DECODE_BYTES:
             arrays = decode()
         else:
@@ -637,7 +639,7 @@ def _error(status: int, message: str):
 
 def _warm_up_inputs(specs, rows: int) -> list:
     arrays = []
-    for i, s in enumerate(specs):
+    for s in specs:
         shape = tuple((rows if d == 0 else 1) if n is None else n for d, n in enumerate(s.shape))
         arrays.append(np.zeros(shape, np.dtype(s.dtype)))
     return arrays
@@ -686,9 +688,10 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
                             ("max_body_bytes", max_body_bytes, 1), ("max_json_depth", max_json_depth, 1)):
         if not isinstance(value, int) or value < low:
             raise ValueError(f"create_app: {arg} must be an int >= {low}, got {value!r}")
-    for arg, value in (("batch_timeout_ms", batch_timeout_ms), ("timeout_s", timeout_s)):
-        if not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
-            raise ValueError(f"create_app: {arg} must be a finite number >= 0, got {value!r}")
+    for arg, value, positive in (("batch_timeout_ms", batch_timeout_ms, False), ("timeout_s", timeout_s, True)):
+        if not isinstance(value, (int, float)) or not (value > 0 if positive else value >= 0) or math.isinf(value):
+            raise ValueError(f"create_app: {arg} must be a finite number {'>' if positive else '>='} 0, "
+                             f"got {value!r}")
     if runtime not in ("xla", "iree"):
         raise ValueError(f"create_app: runtime must be 'xla' or 'iree', got {runtime!r}")
     service = _Service(model, name=name, runtime=runtime, max_batch_size=max_batch_size,
