@@ -452,20 +452,22 @@ def test_two_inputs_two_outputs_batched_and_split_back(tmp_path, rng):
 
 
 def test_iree_runtime_serves_the_same_outputs(tmp_path, rng):
-    """`runtime="iree"`: the host .vmfb of the same artifact behind the same server."""
+    """`runtime="iree"`: the host .vmfb of the same artifact behind the same server, under another name."""
     pdx.seed(3)
     net = pdx.nn.Sequential(pdx.nn.Linear(16, 8), pdx.nn.Tanh())
     net.eval()
     path = export(net, tmp_path / "tiny", [InputSpec([None, 16], "float32", "x")], targets=("xla", "iree-llvm-cpu"),
                   name="tiny", differentiable=False, iree_batch_split=True)
     w = {k: np.asarray(v) for k, v in net.state_dict().items()}
-    server, thread, url = _start_in_thread(create_app(str(path), runtime="iree", max_batch_size=4))
+    server, thread, url = _start_in_thread(create_app(str(path), runtime="iree", max_batch_size=4, name="served"))
     try:
         client = Client(url)
         client.wait_ready(60)
         x = rng.standard_normal((3, 16)).astype(np.float32)
-        np.testing.assert_allclose(client.predict("tiny", x), np.tanh(x @ w["0.weight"] + w["0.bias"]),
+        np.testing.assert_allclose(client.predict("served", x), np.tanh(x @ w["0.weight"] + w["0.bias"]),
                                    rtol=1e-4, atol=1e-5)
+        with pytest.raises(ValueError, match="this server serves 'served'"):  # name= replaces the artifact's
+            client.predict("tiny", x)
     finally:
         server.should_exit = True
         thread.join(30)
