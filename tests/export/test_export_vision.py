@@ -45,7 +45,11 @@ def _close(got, want, tol):
 def test_vision_model_round_trip(exported, rng):
     name, net, shape, path = exported
     x = rng.standard_normal((3, *shape)).astype(np.float32)
-    want = np.asarray(net(x))
+    # Reference: the model compiled by pdx.jit, which tests/jit holds equal to eager;
+    # eager op-by-op dispatch of these networks costs a compile per op shape.
+    want = np.asarray(pdx.jit(lambda v: net(v))(x))
+    if name == "lenet":
+        _close(np.asarray(net(x)), want, 1e-5)
     _close(np.asarray(pdx.jit.load(path)(x)), want, 1e-5)
     _close(pdx.export.load(path, runtime="iree")(x), want, 1e-4)
     if "iree-arm64-android" in MODELS[name][2]:
