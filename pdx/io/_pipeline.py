@@ -70,7 +70,7 @@ class _LoadBatch:
     def __call__(self, position: int):
         epoch, b = divmod(int(position), self.batches_per_epoch)
         indices = self.plan.batches(epoch)[b]
-        scope = _worker._SampleScope(self.seed, epoch, self.dataset)
+        scope = _worker._SampleScope(self.seed, epoch, self.dataset, b)
         samples = []
         for index in indices:
             scope.enter(index)
@@ -92,11 +92,12 @@ class _LoadBatch:
 
 
 class _WorkerInit:
-    def __init__(self, user_fn: Callable[[int], Any] | None, seed: int):
-        self.user_fn, self.seed = user_fn, seed
+    def __init__(self, user_fn: Callable[[int], Any] | None, seed: int, progress_name: str):
+        self.user_fn, self.seed, self.progress_name = user_fn, seed, progress_name
 
     def __call__(self, worker_id: int, num_workers: int) -> None:
         _worker._set_worker(worker_id, num_workers, self.seed)
+        _worker._attach_progress(self.progress_name)
         if self.user_fn is not None:
             self.user_fn(worker_id)
 
@@ -124,26 +125,33 @@ class _IterableSourceIterator(grain.DatasetIterator):
         super().__init__()
         self._source = source
         self._it = iter(source.dataset)
-        self._count = 0  # samples drawn; the per-sample RNG index
+        self._count = 0  # samples this worker drew
+        self._batches = 0
+        ids = _worker._worker_ids()
+        # interleaved sample numbers keep workers' per-sample RNG streams apart
+        self._worker, self._num_workers = (0, 1) if ids is None else ids[:2]
 
     def __next__(self):
         src = self._source
-        scope = _worker._SampleScope(src.seed, src.epoch, src.dataset)
+        scope = _worker._SampleScope(src.seed, src.epoch, src.dataset, self._batches)
         samples = []
         while src.batch_size is None and not samples or src.batch_size is not None and len(samples) < src.batch_size:
-            scope.enter(self._count)
+            number = self._count * self._num_workers + self._worker
+            scope.enter(number)
             try:
                 samples.append(next(self._it))
             except StopIteration:
                 break
             except Exception as e:  # noqa: BLE001
-                raise RuntimeError(f"DataLoader {_where()} failed reading sample {self._count} of the iterable "
-                                   f"dataset: {type(e).__name__}: {e}\n{traceback.format_exc()}") from e
+                raise RuntimeError(f"DataLoader {_where()} failed reading sample {self._count} of its copy of the "
+                                   f"iterable dataset (sample number {number}): {type(e).__name__}: {e}\n"
+                                   f"{traceback.format_exc()}") from e
             finally:
                 scope.leave()
             self._count += 1
         if not samples or (src.drop_last and src.batch_size is not None and len(samples) < src.batch_size):
             raise StopIteration
+        self._batches += 1
         return src.collate_fn(samples[0]) if src.batch_size is None else src.collate_fn(samples)
 
     def get_state(self):
@@ -161,6 +169,7 @@ class Stream:
         self.num_workers = loader.num_workers
         # no reference to the loader: its finalizer must be able to run
         self._options = (loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn, loader.seed)
+        self._plan, self._bpe, self._progress = None, None, None
         if loader.is_iterable:
             self._init_iterable(loader, epoch)
             self.position = 0
@@ -184,7 +193,7 @@ class Stream:
         self.start = epoch * bpe + batch
         self.position = self.start
         self.stop = _ENDLESS if self.persistent else (epoch + 1) * bpe
-        self.first_epoch = epoch
+        self._plan, self._bpe = plan, bpe
         load = _LoadBatch(loader.dataset, plan, loader.collate_fn, loader.seed, bpe, loader.auto_collate)
         ds = grain.MapDataset.range(self.start, self.stop).map(load)
         self._it = self._build(ds.to_iter_dataset(self._read_options()))
@@ -205,7 +214,8 @@ class Stream:
         if self.num_workers > 0:
             _, prefetch_factor, worker_init_fn, seed = self._options
             options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=prefetch_factor)
-            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(worker_init_fn, seed))
+            self._progress = _worker._Progress(self.num_workers)
+            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(worker_init_fn, seed, self._progress.name))
         return iter(ds)
 
     def next(self):
@@ -214,21 +224,36 @@ class Stream:
         except StopIteration:
             raise
         except Exception as e:
-            self.close()
-            worker = ("the main process" if self.num_workers == 0
-                      else f"worker {(self.position - self.start) % self.num_workers}")
             message = str(e)
             if message.startswith("DataLoader "):  # already names the worker and sample
+                self.close()
                 raise RuntimeError(message) from None
+            if self.num_workers == 0:
+                where = f"the main process failed producing {self._describe(self.position)}"
+            else:
+                worker = (self.position - self.start) % self.num_workers
+                last = self._progress.last(worker) if self._progress is not None else None
+                where = f"worker {worker} failed " + (
+                    f"while loading sample index {last[2]} (epoch {last[0]}, batch {last[1]})" if last
+                    else f"before loading any sample, producing {self._describe(self.position)}")
+            self.close()
             hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
-            raise RuntimeError(f"DataLoader {worker} failed producing batch at stream position {self.position}: "
-                               f"{type(e).__name__}: {e}{hint}") from e
+            raise RuntimeError(f"DataLoader {where}: {type(e).__name__}: {e}{hint}") from e
         self.position += 1
         return batch
+
+    def _describe(self, position: int) -> str:
+        if self._plan is None:
+            return f"batch {position} of the iterable dataset"
+        epoch, b = divmod(position, self._bpe)
+        return f"batch {b} of epoch {epoch} (sample indices {self._plan.batches(epoch)[b]})"
 
     def close(self):
         it, self._it = self._it, None
         if it is not None and hasattr(it, "close"):
-            it.close()
+            it.close()  # stops the workers before their progress table goes away
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.close()
 
 

@@ -67,18 +67,58 @@ def get_worker_info() -> WorkerInfo | None:
     return WorkerInfo(id=ids[0], num_workers=ids[1], seed=ids[2], dataset=getattr(_local, "dataset", None))
 
 
+class _Progress:
+    """What each worker is loading, in a shared-memory table the main process reads.
+
+    One int64 row (epoch, batch, sample index) per worker: when a worker dies
+    (segfault, out of memory, os._exit) it cannot report anything, so it
+    writes its row before each sample and the main process reads the row of
+    the dead worker.
+    """
+
+    def __init__(self, num_workers: int):
+        from multiprocessing import shared_memory
+
+        self._shm = shared_memory.SharedMemory(create=True, size=max(1, num_workers) * 3 * 8)
+        self.name = self._shm.name
+        self.table = np.ndarray((num_workers, 3), np.int64, buffer=self._shm.buf)
+        self.table[:] = -1
+
+    def last(self, worker_id: int) -> tuple[int, int, int] | None:
+        row = tuple(int(v) for v in self.table[worker_id])
+        return None if row[2] < 0 else row
+
+    def close(self) -> None:
+        self.table = None
+        self._shm.close()
+        self._shm.unlink()
+
+
+def _attach_progress(name: str) -> None:
+    from multiprocessing import shared_memory
+
+    # The main process creates and unlinks the block. A spawned worker shares
+    # the main process's resource tracker, so attaching re-registers the same
+    # name (a no-op) and needs no unregister.
+    shm = shared_memory.SharedMemory(name=name)
+    _process["progress"] = (shm, np.ndarray((_process["worker"][1], 3), np.int64, buffer=shm.buf))
+
+
 class _SampleScope:
     """Makes (seed, epoch, index) the current sample on this thread while loading it."""
 
-    __slots__ = ("seed", "epoch", "dataset")
+    __slots__ = ("seed", "epoch", "batch", "dataset")
 
-    def __init__(self, seed: int, epoch: int, dataset):
-        self.seed, self.epoch, self.dataset = seed, epoch, dataset
+    def __init__(self, seed: int, epoch: int, dataset, batch: int = -1):
+        self.seed, self.epoch, self.dataset, self.batch = seed, epoch, dataset, batch
 
     def enter(self, index: int) -> None:
         _local.dataset = self.dataset
         _local.key = (self.seed, self.epoch, int(index))
         _local.rng = None
+        progress = _process.get("progress")
+        if progress is not None:
+            progress[1][_process["worker"][0]] = (self.epoch, self.batch, int(index))
 
     @staticmethod
     def leave() -> None:

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from pdx.io import Dataset, IterableDataset, get_worker_info
+from pdx.io import Dataset, IterableDataset, get_worker_info, sample_rng
 from pdx.vision import transforms as T
 
 
@@ -63,8 +63,23 @@ class FailsAt(Dataset):
         return 32
 
 
+class DiesAt(Dataset):
+    """Kills its worker process on one sample index (like a segfault would)."""
+
+    def __init__(self, bad_index):
+        self.bad_index = bad_index
+
+    def __getitem__(self, idx):
+        if idx == self.bad_index:
+            os._exit(3)
+        return np.float32(idx)
+
+    def __len__(self):
+        return 32
+
+
 class ShardedRange(IterableDataset):
-    """0..n-1, split between workers with get_worker_info() (Paddle's recipe)."""
+    """0..n-1, split between workers with get_worker_info() (Paddle's recipe), with a random draw each."""
 
     def __init__(self, n):
         self.n = n
@@ -73,4 +88,4 @@ class ShardedRange(IterableDataset):
         info = get_worker_info()
         worker, count = (0, 1) if info is None else (info.id, info.num_workers)
         for i in range(worker, self.n, count):
-            yield np.int64(i), np.int64(worker)
+            yield np.int64(i), np.int64(worker), np.int64(sample_rng().integers(1 << 40))

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from io_testutil import AugmentedImages, FailsAt, ShardedRange, WhoLoads, mark_worker
+from io_testutil import AugmentedImages, DiesAt, FailsAt, ShardedRange, WhoLoads, mark_worker
 
 from pdx import io
 
@@ -53,12 +53,24 @@ def test_failing_worker_names_worker_and_sample_quickly():
     assert time.monotonic() - start < 120  # a hang guard, not a speed test: spawn dominates
 
 
+def test_dying_worker_is_reported_with_its_batch():
+    loader = io.DataLoader(DiesAt(9), batch_size=4, num_workers=2)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"DataLoader worker 0 failed while loading sample index 9 "
+                                           r"\(epoch 0, batch 2\): .*exit code 3"):
+        for _ in loader:
+            pass
+    assert time.monotonic() - start < 120  # a hang guard, not a speed test
+
+
 def test_iterable_dataset_split_with_get_worker_info():
     loader = io.DataLoader(ShardedRange(10), batch_size=2, num_workers=2)
     batches = _numpy(loader)
     values = np.concatenate([b[0] for b in batches]).tolist()
     assert sorted(values) == list(range(10))
     assert [b[1].tolist() for b in batches[:2]] == [[0, 0], [1, 1]]  # round-robin over the workers
+    draws = np.concatenate([b[2] for b in batches]).tolist()
+    assert len(set(draws)) == 10  # workers' i-th samples get different random streams
 
 
 _RESUME_SCRIPT = textwrap.dedent("""
