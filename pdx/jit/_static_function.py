@@ -341,7 +341,8 @@ class StaticFunction:
         saved, options.full_graph = options.full_graph, self._full_graph
         del _dy2static_runtime.traced_while_locations[:]
         try:
-            out, new_values = run_with_values(graph, values, self._static_code(), *args, **kwargs)
+            with _dy2static_runtime.tracing_graph(graph):
+                out, new_values = run_with_values(graph, values, self._static_code(), *args, **kwargs)
         except nnx_errors.TraceContextError as e:
             raise RuntimeError(_UNTHREADED_STATE.format(fn=self.__name__, cause=e)) from e
         except ValueError as e:

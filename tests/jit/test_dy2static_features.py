@@ -193,25 +193,33 @@ def test_python_conditions_keep_python_semantics():
     np.testing.assert_allclose(sf(jnp.ones(2), None), [3.0, 3.0])
 
 
-def test_layer_forward_with_branch_and_batchnorm_training():
-    class Net(nn.Layer):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(3, 3)
-            self.bn = nn.BatchNorm1D(3)
+class _BranchBN(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+        self.bn = nn.BatchNorm1D(3)
 
-        def forward(self, x):
-            y = self.bn(self.fc(x))  # mutates running statistics: outside the branch
-            if y.mean() > 0:
-                y = y * 2
-            return y
+    def forward(self, x):
+        y = self.fc(x)
+        if y.mean() > 0:
+            y = self.bn(y) * 2  # running statistics change on this path only
+        return y
 
+
+def test_layer_state_changed_inside_traced_branch():
     pdx.seed(1)
-    net = Net()
-    x = jnp.asarray(np.random.default_rng(1).normal(size=(4, 3)).astype(np.float32))
+    net = _BranchBN()
     pdx.seed(1)
-    ref = Net()
-    want = ref(x)
-    got = pdx.jit(net)(x)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(net.bn._mean[...], ref.bn._mean[...], rtol=1e-5)
+    ref = _BranchBN()
+    step = pdx.jit(net)
+    rng = np.random.default_rng(1)
+    taken = set()
+    for shift in (3.0, -3.0, 3.0):
+        x = jnp.asarray(rng.normal(size=(4, 3)).astype(np.float32) + shift)
+        taken.add(bool(ref.fc(x).mean() > 0))
+        want = ref(x)
+        got = step(x)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(net.bn._mean[...], ref.bn._mean[...], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(net.bn._variance[...], ref.bn._variance[...], rtol=1e-5, atol=1e-6)
+    assert taken == {True, False}

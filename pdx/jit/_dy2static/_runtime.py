@@ -24,6 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from flax import errors as nnx_errors
+
+from pdx._graph import _set_raw, run_with_values, same_leaves
+
 __all__ = ["Dy2StaticError", "FunctionRuntime", "Undefined", "UndefinedReturn", "max_iterations"]
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic)
@@ -104,6 +108,18 @@ def max_iterations(n: int):
         yield n
     finally:
         stack.pop()
+
+
+@contextlib.contextmanager
+def tracing_graph(graph):
+    """Make the Layers/optimizers of the tracing StaticFunction known to
+    converted branches, which thread the Variables they change through lax.cond."""
+    saved = getattr(_local, "graph", None)
+    _local.graph = graph
+    try:
+        yield
+    finally:
+        _local.graph = saved
 
 
 def _current_max():
@@ -239,6 +255,12 @@ class FunctionRuntime:
         if not _traced(pred):
             return true_fn(*args) if pred else false_fn(*args)
         pred = self._pred(pred, loc, "condition of this `if`")
+        foreign = [n for n in mutated if n not in param_names]
+        if foreign:
+            raise self.error(loc, f"list {foreign[0]!r} belongs to an enclosing function and is changed "
+                             "(.append/.extend/...) inside an `if` whose condition is a traced value.",
+                             f"Build the list in this function and return it, or append unconditionally "
+                             f"and select values with pdx.where(condition, a, b).")
         if mutated:
             # Each branch appends to its own copy; the merged list replaces the variable.
             lists = [i for i, (n, v) in enumerate(zip(param_names, args)) if n in mutated and isinstance(v, list)]
@@ -268,27 +290,39 @@ class FunctionRuntime:
         scalars equal on both paths stay Python values (flags, constants)."""
         dynamic: dict[int, list] = {}  # positions of scalars that must become arrays
         fill: dict[int, object] = {}  # undefined positions to fill with zeros of the other side
-        for _ in range(4):
+        graph = getattr(_local, "graph", None)
+        threaded: list[int] = []  # Layer/optimizer Variables a branch changes (BatchNorm stats, ...)
+        for _ in range(5):
             records: list = [None, None]
+            changed: set[int] = set()
 
             def branch(k, thunk):
                 def run():
-                    values = list(thunk())
+                    if graph is not None:
+                        base = graph.values()
+                        values, new = run_with_values(graph, base, thunk)
+                        changed.update(i for i, (a, b) in enumerate(zip(new, base)) if not same_leaves(a, b))
+                    else:
+                        values = thunk()
+                    values = list(values)
                     for i, proto in fill.items():
                         if isinstance(values[i], Undefined):
                             values[i] = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), proto)
                     leaves, specs = _split(values, dynamic)
                     records[k] = (values, specs)
-                    return leaves
+                    return leaves, [new[i] for i in threaded] if graph is not None else []
                 return run
 
             try:
-                leaves = lax.cond(pred, branch(0, true_thunk), branch(1, false_thunk))
+                leaves, var_values = lax.cond(pred, branch(0, true_thunk), branch(1, false_thunk))
                 error = None
             except (TypeError, ValueError) as e:
                 if records[0] is None or records[1] is None:
                     raise
                 error = e
+            if not changed <= set(threaded):
+                threaded = sorted(changed | set(threaded))
+                continue
             (vt, st), (vf, sf) = records
             retry = False
             for i, name in enumerate(names):
@@ -322,6 +356,8 @@ class FunctionRuntime:
                         i = names.index(bad)
                         raise self._mismatch(loc, bad, vt[i], vf[i], construct) from None
                     raise error
+                for i, value in zip(threaded, var_values):
+                    _set_raw(graph.variables[i], value)
                 return _join(leaves, st)
         raise self.error(loc, f"could not reconcile the branches of this {construct}.",
                          "Give every variable the same shape and dtype on both paths.")
@@ -445,6 +481,13 @@ class FunctionRuntime:
             except _Promote as p:
                 for i, v in zip(carried, p.values):
                     state[i] = v
+            except nnx_errors.TraceContextError:
+                raise self.error(loc, "a Layer/optimizer's state (e.g. BatchNorm running statistics) is "
+                                 "changed inside this loop, which is compiled because its condition or "
+                                 "iterable is traced; pdx.jit threads such state through converted `if`s "
+                                 "but not through compiled loops.",
+                                 "Move the stateful call out of the loop, put the layer in eval() mode, "
+                                 "or loop over a Python range (unrolled).") from None
         else:
             raise self.error(loc, "could not find stable types for the loop variables.",
                              "Give every loop variable its final shape and dtype before the loop.")

@@ -74,7 +74,7 @@ def _walk_scope(node: ast.AST):
                 stack.append(child)
 
 
-def assigned(nodes, exclude=frozenset()) -> set[str]:
+def assigned(nodes, exclude=frozenset(), mutations=True) -> set[str]:
     """Local names a statement list binds (or mutates in place through
     list methods such as `.append`, which loops must carry too)."""
     out: set[str] = set()
@@ -88,10 +88,16 @@ def assigned(nodes, exclude=frozenset()) -> set[str]:
                 out.update((a.asname or a.name).split(".")[0] for a in n.names)
             elif isinstance(n, ast.ExceptHandler) and n.name:
                 out.add(n.name)
-            elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            elif (mutations and isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                   and n.func.attr in _MUTATORS and isinstance(n.func.value, ast.Name)):
                 out.add(n.func.value.id)
     return out - exclude
+
+
+def _bound_names(nodes) -> set[str]:
+    """Names a statement list binds (assignment, def, import, ...), not counting
+    list mutation."""
+    return assigned(nodes, mutations=False)
 
 
 def mutated_lists(nodes) -> set[str]:
@@ -440,7 +446,7 @@ class _Converter:
 
     def local_names(self, names) -> list[str]:
         bare = {n.split(":", 1)[-1] for n in self.declared}
-        return sorted(n for n in names if n not in bare)
+        return sorted(n for n in names if n not in bare and (n in self.locals or n.startswith(_PREFIX)))
 
     # statements
     def block(self, stmts, live_out: set[str]) -> list[ast.stmt]:
@@ -652,10 +658,13 @@ def convert_function_body(fn: ast.FunctionDef, counter, locs, declared=frozenset
     jumps._return_flag = None
     fn.body = jumps.loops(fn.body)
     jumps.returns(fn)
-    conv = _Converter(fn, counter, locs, set(declared) | own if not own else own)
-    body = conv.block(fn.body, set())
+    conv = _Converter(fn, counter, locs, own)
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
+    # Only the function's own locals are state; a list from an enclosing scope
+    # that is only appended to stays a closure variable.
+    conv.locals = params | _bound_names(fn.body)
+    body = conv.block(fn.body, set())
     inits = [_assign(name, _call(_rt("Undefined"), ast.Constant(name)))
              for name in sorted(conv.undefined - params) if not name.startswith(_PREFIX + "retval")
              and name not in {x.split(":", 1)[-1] for x in conv.declared}]
