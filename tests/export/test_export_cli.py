@@ -76,3 +76,17 @@ def test_failures_exit_nonzero_with_one_line(workdir, args, code, message, monke
     assert message in err
     assert len(err.strip().splitlines()) == 1, err
     assert not (workdir / "bad").exists()
+
+
+def test_export_with_paddle_pdparams_matches_paddle(workdir, paddle, rng, monkeypatch, capsys):
+    paddle.seed(3)
+    ref = paddle.nn.Sequential(paddle.nn.Linear(6, 8), paddle.nn.ReLU(), paddle.nn.Linear(8, 3))
+    paddle.save(ref.state_dict(), str(workdir / "paddle.pdparams"))
+    monkeypatch.chdir(workdir)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert pdx.cli.main(["export", "usermodels:make_mlp", "--input-spec", "x:None,6", "--weights", "paddle.pdparams",
+                         "--out", "from_paddle", "--platforms", "cpu"]) == 0
+    assert "exported sequential -> from_paddle" in capsys.readouterr().out
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(pdx.export.load(workdir / "from_paddle")(x), ref(paddle.to_tensor(x)).numpy(),
+                               rtol=1e-5, atol=1e-5)
