@@ -300,6 +300,9 @@ class _DataLoaderIter:
         except StopIteration:
             self._finish()
             raise
+        except Exception:
+            self.close()  # the stream closed itself; this epoch ends with the error
+            raise
         self._batch += 1
         return self._loader._place(batch)
 
