@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
+from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
@@ -359,7 +360,7 @@ def _forward(q, k, v, q_seg, kv_seg, bias, cfg, kv_len):
     )(q, k, v, q_seg, kv_seg, bias)
 
 
-def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
+def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len, *, want_dbias):
     """Padded inputs -> (dq, dk, dv, dbias)."""
     b, sq, hq, d = q.shape
     sk, hk = k.shape[1], k.shape[2]
@@ -399,7 +400,7 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
     lse_spec = pl.BlockSpec((None, None, blocks.block_q_dq), lambda n, b, h: (b, h, n))
     out_specs = [q_spec]
     out_shape = [jax.ShapeDtypeStruct(q.shape, q.dtype)]
-    if bias is not None:
+    if want_dbias:
         out_specs.append(pl.BlockSpec((None, None, blocks.block_q_dq, sk), lambda n, b, h: (b, h, n, 0)))
         out_shape.append(jax.ShapeDtypeStruct((b, hq, sq, sk), jnp.float32))
     res = pl.pallas_call(
@@ -416,7 +417,7 @@ def _backward(q, k, v, q_seg, kv_seg, bias, out, lse, do, cfg, kv_len):
         interpret=cfg.interpret,
         name="pdx_flash_attention_dq",
     )(q, k, v, q_seg, kv_seg, bias, do, lse, delta)
-    dq, dbias = (res[0], res[1]) if bias is not None else (res[0], None)
+    dq, dbias = (res[0], res[1]) if want_dbias else (res[0], None)
     return dq, dk, dv, dbias
 
 
@@ -445,22 +446,28 @@ def _padded(q, k, v, q_seg, kv_seg, bias, cfg):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
 def _flash(q, k, v, q_seg, kv_seg, bias, cfg):
-    out, _ = _flash_fwd(q, k, v, q_seg, kv_seg, bias, cfg)
-    return out
+    padded, kv_len = _padded(q, k, v, q_seg, kv_seg, bias, cfg)
+    return _forward(*padded, cfg, kv_len)[0][:, :q.shape[1]]
 
 
 def _flash_fwd(q, k, v, q_seg, kv_seg, bias, cfg):
+    # symbolic_zeros=True: leaves arrive as CustomVJPPrimal(value, perturbed), which tells
+    # whether the bias needs a gradient; a constant bias (a padding mask) skips the
+    # O(seq_len_q * seq_len_k) dbias output and keeps causal block skipping.
+    want_dbias = bias is not None and bias.perturbed
+    q, k, v, q_seg, kv_seg, bias = jax.tree.map(lambda a: a.value, (q, k, v, q_seg, kv_seg, bias),
+                                                is_leaf=lambda a: isinstance(a, CustomVJPPrimal))
     padded, kv_len = _padded(q, k, v, q_seg, kv_seg, bias, cfg)
     out, lse = _forward(*padded, cfg, kv_len)
-    return out[:, :q.shape[1]], (padded, out, lse, bias, k.shape[1])
+    return out[:, :q.shape[1]], (padded, out, lse, bias if want_dbias else None, q.shape[1], k.shape[1])
 
 
 def _flash_bwd(cfg, residuals, do):
-    padded, out, lse, bias, sk = residuals
+    padded, out, lse, bias, sq, sk = residuals
     q, k = padded[0], padded[1]
-    sq = do.shape[1]
+    do = jnp.zeros(out.shape, out.dtype) if isinstance(do, SymbolicZero) else _pad_axis(do, 1, q.shape[1])
     kv_len = sk if k.shape[1] != sk else None
-    dq, dk, dv, dbias = _backward(*padded, out, lse, _pad_axis(do, 1, q.shape[1]), cfg, kv_len)
+    dq, dk, dv, dbias = _backward(*padded, out, lse, do, cfg, kv_len, want_dbias=bias is not None)
     dq, dk, dv = dq[:, :sq], dk[:, :sk], dv[:, :sk]
     if bias is not None:
         dbias = dbias[:, :, :sq, :sk]
@@ -469,7 +476,7 @@ def _flash_bwd(cfg, residuals, do):
     return dq, dk, dv, None, None, dbias
 
 
-_flash.defvjp(_flash_fwd, _flash_bwd)
+_flash.defvjp(_flash_fwd, _flash_bwd, symbolic_zeros=True)
 
 
 # ----------------------------------------------------------------------------- public wrapper

@@ -151,3 +151,20 @@ def test_bad_arguments_name_the_problem(rng):
         K.flash_attention(q, k, v, bias=jnp.zeros((1, 3, 8, 8)))
     with pytest.raises(ValueError, match="set_impl: impl='gpu'"):
         K.set_impl("gpu")
+
+
+def test_constant_bias_gets_no_gradient_buffer(rng):
+    """A bias that is not differentiated (a padding mask) skips the (B, H, Sq, Sk) dbias output.
+
+    (Its values are still used: test_functional_sdpa_through_the_kernel_matches_its_reference
+    checks the gradients with a constant mask.)
+    """
+    q, k, v = inputs(rng, 1, 16, 16, 2, 2, 16, jnp.float32)
+    bias = jnp.zeros((1, 1, 16, 16), jnp.float32)
+
+    def grad_jaxpr(argnums):
+        loss = lambda q, k, v, b: jnp.sum(K.flash_attention(q, k, v, bias=b, impl="pallas"))  # noqa: E731
+        return str(jax.make_jaxpr(jax.grad(loss, argnums=argnums))(q, k, v, bias))
+
+    assert "f32[1,2,16,16]" in grad_jaxpr((0, 1, 2, 3))
+    assert "f32[1,2,16,16]" not in grad_jaxpr((0, 1, 2))
