@@ -322,6 +322,7 @@ class CheckpointManager:
         if handle_sigterm and jax.process_count() == 1 and threading.current_thread() is threading.main_thread():
             self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
         self._closed = False
+        self._barriers = 0
 
     # -- queries ---------------------------------------------------------------------------
     def all_steps(self) -> list[int]:
@@ -416,15 +417,27 @@ class CheckpointManager:
         try:
             _test_pause("write")
             if self.async_save:
-                self._ckptr.wait_until_finished()
+                self._ckptr.wait_until_finished()  # every process's shards are written
             if self._primary:
-                _manifest.write_manifest(tmp)
-                _test_pause("commit")
-                os.rename(tmp, final)
-                _manifest.fsync_dir(self.directory)
-                self._apply_retention()
+                try:
+                    _manifest.write_manifest(tmp)
+                    _test_pause("commit")
+                    os.rename(tmp, final)
+                    _manifest.fsync_dir(self.directory)
+                    self._apply_retention()
+                finally:
+                    self._sync(f"commit-{step}")
+            else:  # the other processes return from the save only once process 0 committed
+                self._sync(f"commit-{step}")
+                if not final.is_dir():
+                    raise CheckpointSaveError(f"process 0 did not commit step {step} (see its error)", step=step)
         except BaseException as e:  # noqa: BLE001 -- kept and re-raised on the caller's thread
             self._error = (step, e)
+
+    def _sync(self, what: str) -> None:
+        if jax.process_count() > 1:
+            self._barriers += 1
+            ocp.multihost.sync_global_processes(f"pdx-checkpoint-{what}-{self._barriers}")
 
     def _finish_pending(self) -> None:
         if self._thread is not None:

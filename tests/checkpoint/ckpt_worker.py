@@ -6,6 +6,7 @@ starts, signals or SIGKILLs, then inspects from outside.
     python ckpt_worker.py train DIR TOTAL KILL_AT LOSSES deterministic training with resume
     python ckpt_worker.py sigterm DIR READY_FILE         loop until SIGTERM, save, exit 0
     python ckpt_worker.py topology DIR                   restore an 8-device checkpoint on 2 devices
+    python ckpt_worker.py multiprocess DIR PORT ID       one of two jax.distributed processes saving shards
 """
 
 import os
@@ -169,7 +170,32 @@ def topology_mode(directory):
     print(f"RESTORED {state['w'].sharding.spec}")
 
 
+def multiprocess_mode(directory, port, process_id):
+    """One of two jax.distributed processes (2 CPU devices each) saving an FSDP-sharded array."""
+    import jax
+
+    jax.distributed.initialize(coordinator_address=f"localhost:{port}", num_processes=2,
+                               process_id=int(process_id), local_device_ids=[0, 1])
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    from pdx.checkpoint import CheckpointManager
+
+    assert jax.process_count() == 2 and jax.device_count() == 4
+    mesh = Mesh(np.asarray(jax.devices()), ("fsdp",))
+    sharding = NamedSharding(mesh, P("fsdp"))
+    full = np.arange(16 * 3, dtype=np.float32).reshape(16, 3)
+    w = jax.make_array_from_callback(full.shape, sharding, lambda idx: full[idx])
+    with CheckpointManager(directory) as mgr:
+        mgr.save(1, {"w": w}, data_state={"pos": 1})
+        mgr.wait_until_finished()
+        back = mgr.restore(target={"w": jax.ShapeDtypeStruct(full.shape, full.dtype, sharding=sharding)})
+        for shard in back.state["w"].addressable_shards:
+            assert np.array_equal(np.asarray(shard.data), full[shard.index])
+        print(f"PROCESS {jax.process_index()} OK steps={mgr.all_steps()}", flush=True)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     {"kill": kill_mode, "diskfull": diskfull_mode, "sigterm": sigterm_mode, "topology": topology_mode,
+     "multiprocess": multiprocess_mode,
      "train": lambda d, t, k, p: train_mode(d, int(t), int(k), p)}[mode](*rest)

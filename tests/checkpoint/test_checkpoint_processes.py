@@ -145,3 +145,29 @@ def test_restore_on_fewer_devices_needs_shardings(tmp_path):
     assert "TOPOLOGY" in out.stdout and "shardings=" in out.stdout  # names the fix
     assert "RESTORED P('x',)" in out.stdout
     np.testing.assert_array_equal(np.load(tmp_path / "restored_w.npy"), w)
+
+
+def test_two_processes_write_their_own_shards(tmp_path):
+    import socket
+
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    directory = tmp_path / "ckpts"
+    procs = [subprocess.Popen([sys.executable, WORKER, "multiprocess", str(directory), str(port), str(i)],
+                              env=_env(devices=2), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for i, (p, (stdout, stderr)) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and f"PROCESS {i} OK steps=[1]" in stdout, stderr[-2000:]
+    # each process wrote its own OCDBT shard set; process 0 committed once both were done
+    state_dir = directory / "1" / "state"
+    assert (state_dir / "ocdbt.process_0").is_dir() and (state_dir / "ocdbt.process_1").is_dir()
+    with CheckpointManager(directory, handle_sigterm=False) as mgr:
+        mgr.verify(1)
+        mesh = Mesh(np.asarray(jax.devices()), ("x",))  # 8 devices in one process now
+        restored = mgr.restore(shardings=NamedSharding(mesh, P("x"))).state
+    np.testing.assert_array_equal(np.asarray(restored["w"]), np.arange(48, dtype=np.float32).reshape(16, 3))
