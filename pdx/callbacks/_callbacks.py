@@ -206,7 +206,9 @@ class ProgBarLogger(Callback):
 class ModelCheckpoint(Callback):
     """Save the model every `save_freq` epochs and at the end (Paddle's `ModelCheckpoint`).
 
-    Files are `{save_dir}/{epoch}` and `{save_dir}/final` in `Model.save`'s
+    As in Paddle, epochs are counted from 0 and saved when `epoch % save_freq
+    == 0` (the first epoch always). Files are `{save_dir}/{epoch}` and
+    `{save_dir}/final` in `Model.save`'s
     format (safetensors + JSON). Nothing is saved when `save_dir` is None.
 
     Example:
@@ -228,7 +230,7 @@ class ModelCheckpoint(Callback):
         return self.model is not None and self.save_dir is not None
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._is_save() and (epoch + 1) % self.save_freq == 0:
+        if self._is_save() and epoch % self.save_freq == 0:  # Paddle: epochs 0, save_freq, 2 * save_freq, ...
             path = os.path.join(self.save_dir, str(epoch))
             if self.params.get("verbose", 0) > 0:
                 print(f"save checkpoint at {os.path.abspath(path)}", flush=True)

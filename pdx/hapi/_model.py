@@ -342,7 +342,7 @@ class Model:
         Args:
           train_data: a `pdx.io.Dataset` / `DataLoader`, a tuple of arrays
             `(x, y)`, a map-style dataset, or an iterable of batches.
-          eval_data: the same kinds; evaluated every `eval_freq` epochs.
+          eval_data: the same kinds; evaluated after epochs 0, eval_freq, 2 * eval_freq, ...
           batch_size, shuffle, drop_last, num_workers: batching of datasets
             and arrays (a DataLoader / iterable is used as given).
           epochs: passes over the data. eval_freq: epochs between evaluations.
@@ -381,7 +381,7 @@ class Model:
             cbks.on_epoch_begin(epoch)
             logs, updates = self._train_epoch(loader, cbks, epoch, accumulate_grad_batches, updates, num_iters)
             cbks.on_epoch_end(epoch, logs)
-            if eval_loader is not None and (epoch + 1) % eval_freq == 0:
+            if eval_loader is not None and epoch % eval_freq == 0:  # Paddle: epochs 0, eval_freq, ...
                 self._evaluate(eval_loader, cbks)
             if self.stop_training or (num_iters is not None and updates >= num_iters):
                 break
