@@ -1,7 +1,7 @@
 """`pdx export`: export a model to a StableHLO artifact from the command line.
 
     pdx export MODULE:FACTORY --input-spec "image:None,1,8,8:float32" \\
-        [--weights model.safetensors|model.pdparams] \\
+        [--weights model.safetensors|model.pdparams|MODEL_SAVE_PREFIX] \\
         --target xla --target iree-llvm-cpu --out artifacts/lenet
 
 MODULE:FACTORY names a Layer, or a function/class that returns one when
@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"repeatable; one of {', '.join(TARGETS)} (xla is always written)")
     parser.add_argument("--out", required=True, metavar="DIR", help="the artifact directory to write")
     parser.add_argument("--weights", metavar="FILE",
-                        help="a state dict to load first: safetensors, pdx.save or Paddle .pdparams")
+                        help="a state dict to load first: safetensors, pdx.save, Paddle .pdparams, or the "
+                             "prefix given to pdx.Model.save (PREFIX.pdparams.safetensors)")
     parser.add_argument("--name", help="model name in the manifest (default: the Layer's class)")
     parser.add_argument("--platforms", default="cpu,cuda", help="XLA platforms to lower for (default cpu,cuda)")
     parser.add_argument("--iree-batch-size", type=int, default=1,
@@ -102,6 +103,8 @@ def _resolve_model(ref: str):
 def _load_weights(model, path: str) -> None:
     from pdx.checkpoint import load
 
+    if not os.path.exists(path) and os.path.exists(path + ".pdparams.safetensors"):
+        path += ".pdparams.safetensors"  # a pdx.Model.save prefix
     state = load(path, return_numpy=True)
     if not isinstance(state, dict) or not all(hasattr(v, "shape") for v in state.values()):
         raise ValueError(f"--weights {path}: expected a flat state dict name -> array")

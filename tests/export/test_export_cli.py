@@ -90,3 +90,18 @@ def test_export_with_paddle_pdparams_matches_paddle(workdir, paddle, rng, monkey
     x = rng.standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(pdx.export.load(workdir / "from_paddle")(x), ref(paddle.to_tensor(x)).numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_export_from_model_save_prefix(workdir, rng, monkeypatch, capsys):
+    import pdx.nn.functional as F
+
+    net = pdx.nn.Sequential(pdx.nn.Linear(6, 8), pdx.nn.ReLU(), pdx.nn.Linear(8, 3))  # other weights than make_mlp
+    trainer = pdx.Model(net)
+    trainer.prepare(pdx.optimizer.Adam(parameters=net.parameters()), F.cross_entropy)
+    trainer.save(str(workdir / "ckpt" / "final"))
+    monkeypatch.chdir(workdir)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert pdx.cli.main(["export", "usermodels:make_mlp", "--input-spec", "x:None,6", "--weights", "ckpt/final",
+                         "--out", "from_fit", "--platforms", "cpu"]) == 0, capsys.readouterr().err
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(pdx.export.load(workdir / "from_fit")(x), np.asarray(net(x)), rtol=1e-5, atol=1e-5)
