@@ -22,7 +22,7 @@ import importlib.metadata
 import inspect
 import pathlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import numpy as np
@@ -146,13 +146,7 @@ def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str
         shape = jax_export.symbolic_shape(dims, scope=scope) if dims else ()
         structs.append(jax.ShapeDtypeStruct(shape, s.dtype))
     param_structs = tuple(jax.ShapeDtypeStruct(v.get_value().shape, v.get_value().dtype) for _, v, _ in traced.params)
-    try:
-        exported = jax_export.export(jax.jit(traced.program), platforms=tuple(platforms))(param_structs, *structs)
-    except Exception as e:  # noqa: BLE001 - re-raised with the context a user needs
-        if len(platforms) > 1 and "platform" in str(e).lower():
-            raise RuntimeError(f"export: lowering for platforms={tuple(platforms)} failed ({e}); "
-                               "export for fewer platforms, e.g. platforms=('cpu',)") from e
-        raise
+    exported = jax_export.export(jax.jit(traced.program), platforms=tuple(platforms))(param_structs, *structs)
     return traced, specs, exported
 
 
