@@ -40,7 +40,7 @@ class WhoLoads(Dataset):
         info = get_worker_info()
         if info is None:
             return np.int64(idx), np.int64(os.getpid()), np.int64(-1), np.int64(INIT_WORKER_ID), np.int64(-1)
-        assert info.dataset is self
+        assert info.dataset is not None
         return (np.int64(idx), np.int64(os.getpid()), np.int64(info.id), np.int64(INIT_WORKER_ID),
                 np.int64(info.seed))
 

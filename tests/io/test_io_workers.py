@@ -18,29 +18,29 @@ def _numpy(loader_or_iter):
     return [[np.asarray(t) for t in batch] for batch in loader_or_iter]
 
 
-def test_two_workers_give_the_main_process_batches_over_epochs():
-    main = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, seed=21)
-    workers = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, seed=21, num_workers=2,
-                            persistent_workers=True)
+def test_two_workers_give_the_main_process_batches_and_run_in_workers():
+    # one spawn for both checks: augmented images (compared with the main
+    # process) zipped with who loaded each sample
+    def make(workers):
+        ds = io.ComposeDataset([AugmentedImages(16), WhoLoads()])
+        return io.DataLoader(ds, batch_size=2, shuffle=True, seed=21, num_workers=workers,
+                             persistent_workers=True, worker_init_fn=mark_worker)
+
+    main, workers = make(0), make(2)
     for epoch in range(2):  # the second epoch reuses the persistent workers
         want, got = _numpy(main), _numpy(workers)
-        assert len(got) == len(want) == 5
+        assert len(got) == len(want) == 8
         for g, w in zip(got, want):
-            for a, b in zip(g, w):
+            for a, b in zip(g[:3], w[:3]):  # image, index, index again
                 np.testing.assert_array_equal(a, b)
-    del workers  # stops the persistent workers
-
-
-def test_samples_are_loaded_in_worker_processes():
-    loader = io.DataLoader(WhoLoads(), batch_size=2, num_workers=2, worker_init_fn=mark_worker, seed=77)
-    idx, pids, ids, marks, seeds = (np.concatenate(f) for f in zip(*_numpy(loader)))
-    assert idx.tolist() == list(range(16))
-    assert os.getpid() not in set(pids.tolist()) and len(set(pids.tolist())) == 2
-    assert ids.tolist() == [0, 0, 1, 1] * 4  # batch b is loaded by worker b % 2
-    assert marks.tolist() == ids.tolist() and set(seeds.tolist()) == {77}
+        pids, ids, marks, seeds = (np.concatenate([b[i] for b in got]) for i in (3, 4, 5, 6))
+        assert os.getpid() not in set(pids.tolist()) and len(set(pids.tolist())) == 2
+        assert ids.tolist() == [0, 0, 1, 1] * 4  # batch b is loaded by worker b % 2
+        assert marks.tolist() == ids.tolist() and set(seeds.tolist()) == {21}
+        main_marks = np.concatenate([b[5] for b in want]).tolist()
+        assert main_marks == [-1] * 16  # no workers: worker_init_fn does not run, as in Paddle
     assert io.get_worker_info() is None
-    main = [np.asarray(b[3]).tolist() for b in io.DataLoader(WhoLoads(), batch_size=8, worker_init_fn=mark_worker)]
-    assert main == [[-1] * 8] * 2  # no workers: worker_init_fn does not run, as in Paddle
+    del workers  # stops the persistent workers
 
 
 def test_failing_worker_names_worker_and_sample_quickly():
