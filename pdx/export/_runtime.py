@@ -114,6 +114,10 @@ class Predictor:
             self.input_specs = tuple(_artifact.spec_from_json(e) for e in static)
         self._run = self._run_iree
 
+    def __repr__(self) -> str:
+        inputs = "; ".join(self._sig.describe(i) for i in range(len(self._sig.names)))
+        return f"Predictor(name={self.name!r}, runtime={self.runtime!r}, inputs=[{inputs}], outputs={list(self.output_names)})"
+
     def check_inputs(self, *arrays) -> list[np.ndarray]:
         """Validate inputs against the manifest and return them as numpy arrays.
 
