@@ -190,3 +190,13 @@ def test_bad_arguments_name_the_argument():
         io.DataLoader(ShardedRange(3), shuffle=True)
     with pytest.raises(TypeError, match="map-style dataset"):
         io.DataLoader(42)
+
+
+def test_batch_sampler_on_numpy_global_rng_matches_paddle_order(paddle):
+    x, y = _xy(10)
+    np.random.seed(1)
+    ref = list(paddle.io.BatchSampler(list(range(10)), shuffle=True, batch_size=4))
+    np.random.seed(1)
+    ds = io.TensorDataset([x, y])
+    got = _labels(io.DataLoader(ds, batch_sampler=io.BatchSampler(ds, shuffle=True, batch_size=4)))
+    assert got == ref  # the order was drawn once, in the main process, from numpy's global generator
