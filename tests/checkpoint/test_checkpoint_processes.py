@@ -120,16 +120,17 @@ def test_deterministic_resume_after_sigkill(tmp_path):
     assert out.returncode == -signal.SIGKILL, out.stderr
     out = _run("train", tmp_path / "b", 40, 0, resumed)
     assert out.returncode == 0, out.stderr
-    assert "RESUMED 20" in out.stdout  # saves every 5 steps: 21-23 are redone
+    # saves every 5 steps, asynchronously: step 20's save may still be in flight when the
+    # process dies at step 23, and then the restart resumes from step 15
+    resumed_from = int(out.stdout.split("RESUMED ")[1].split()[0])
+    assert resumed_from in (15, 20), out.stdout
 
     want = [line.split() for line in straight.read_text().splitlines()]
     got = [line.split() for line in resumed.read_text().splitlines()]
-    assert len(want) == 40 and len(got) == 43
-    after_resume = dict(got[23:])
-    assert list(after_resume) == [str(s) for s in range(21, 41)]
+    assert len(want) == 40 and len(got) == 23 + 40 - resumed_from
     # per-step losses, as exact float hex, equal before the kill and after the resume
     assert got[:23] == want[:23]
-    assert [after_resume[s] for s, _ in want[20:]] == [loss for _, loss in want[20:]]
+    assert got[23:] == want[resumed_from:]
 
 
 def test_restore_on_fewer_devices_needs_shardings(tmp_path):
