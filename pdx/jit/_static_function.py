@@ -314,6 +314,23 @@ class StaticFunction:
         """How many times the function was traced (one per input signature)."""
         return self._jitted._cache_size()
 
+    def _run(self, graph, values, args, kwargs):
+        code = self._static_code()
+        try:
+            with _dy2static_runtime.tracing_graph(graph):
+                return run_with_values(graph, values, code, *args, **kwargs)
+        except (_dy2static.Dy2StaticError, nnx_errors.TraceContextError):
+            raise
+        except Exception as first:  # noqa: BLE001 - re-raised below unless the original runs
+            if code is self.dygraph_function or self._full_graph:
+                raise
+            # Conversion must never break code that runs as written: try the
+            # unconverted function before reporting the converted one's error.
+            try:
+                return run_with_values(graph, values, self.dygraph_function, *args, **kwargs)
+            except Exception:  # noqa: BLE001
+                raise first from None
+
     def _static_code(self) -> Callable:
         """The function with Python control flow converted (once per StaticFunction)."""
         if self._converted is None:
@@ -341,8 +358,7 @@ class StaticFunction:
         saved, options.full_graph = options.full_graph, self._full_graph
         del _dy2static_runtime.traced_while_locations[:]
         try:
-            with _dy2static_runtime.tracing_graph(graph):
-                out, new_values = run_with_values(graph, values, self._static_code(), *args, **kwargs)
+            out, new_values = self._run(graph, values, args, kwargs)
         except nnx_errors.TraceContextError as e:
             raise RuntimeError(_UNTHREADED_STATE.format(fn=self.__name__, cause=e)) from e
         except ValueError as e:

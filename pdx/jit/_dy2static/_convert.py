@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import sys
 import textwrap
 import threading
 import types
@@ -58,8 +57,11 @@ def _template(fn: types.FunctionType) -> _Template:
             hit = _build(fn)
         except ConversionError as e:
             hit = e
-        except (OSError, TypeError, SyntaxError, IndentationError) as e:
+        except (OSError, TypeError, SyntaxError) as e:
             hit = ConversionError(f"the source of {fn.__qualname__} is not available ({e})")
+            hit.lineno = code.co_firstlineno
+        except Exception as e:  # noqa: BLE001 - a construct the rewrite does not handle: run as written
+            hit = ConversionError(f"{type(e).__name__}: {e}")
             hit.lineno = code.co_firstlineno
         _code_cache[code] = hit
     if isinstance(hit, ConversionError):

@@ -259,8 +259,8 @@ class FunctionRuntime:
         if foreign:
             raise self.error(loc, f"list {foreign[0]!r} belongs to an enclosing function and is changed "
                              "(.append/.extend/...) inside an `if` whose condition is a traced value.",
-                             f"Build the list in this function and return it, or append unconditionally "
-                             f"and select values with pdx.where(condition, a, b).")
+                             "Build the list in this function and return it, or append unconditionally "
+                             "and select values with pdx.where(condition, a, b).")
         if mutated:
             # Each branch appends to its own copy; the merged list replaces the variable.
             lists = [i for i, (n, v) in enumerate(zip(param_names, args)) if n in mutated and isinstance(v, list)]
@@ -350,8 +350,7 @@ class FunctionRuntime:
                     raise self._mismatch(loc, name, a, b, construct)
             if not retry:
                 if error is not None:
-                    bad = next((n for i, n in enumerate(names) if _aval_str_tree(vt[i]) != _aval_str_tree(vf[i])),
-                               None)
+                    bad = next((n for i, n in enumerate(names) if _value_str(vt[i]) != _value_str(vf[i])), None)
                     if bad is not None:
                         i = names.index(bad)
                         raise self._mismatch(loc, bad, vt[i], vf[i], construct) from None
@@ -719,6 +718,3 @@ def _join(leaves, specs):
         values.append(jax.tree.unflatten(treedef, flat))
     return values
 
-
-def _aval_str_tree(v, weak=True) -> str:
-    return _value_str(v)

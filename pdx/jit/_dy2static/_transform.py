@@ -364,9 +364,8 @@ class _Jumps:
 
     # -- returns
     def returns(self, fn: ast.FunctionDef):
-        nested = any(_has_return(s.body + getattr(s, "orelse", []))
-                     for s in ast.walk(fn) if isinstance(s, (ast.If, ast.For, ast.While)) and not
-                     self._in_nested_scope(fn, s))
+        nested = any(isinstance(s, (ast.If, ast.For, ast.While)) and _has_return(s.body + s.orelse)
+                     for s in _walk_scope_stmts(fn.body))
         if not nested:
             return
         for s in _walk_scope_stmts(fn.body):
@@ -392,14 +391,6 @@ class _Jumps:
             _located([ast.Return(value=_call(_rt("ret"), _name(retval), ast.Constant(True) if always else _name(do_ret),
                                                  _name("_pdx_ret_loc")))],
                      fn.body[-1])
-
-    @staticmethod
-    def _in_nested_scope(fn, node) -> bool:
-        for s in ast.walk(fn):
-            if s is not fn and isinstance(s, _SCOPES) and any(c is node for c in ast.walk(s)):
-                return True
-        return False
-
 
 def _always_returns(stmts) -> bool:
     """Every path through `stmts` ends in a `return` (or a raise)."""
@@ -585,7 +576,8 @@ class _Converter:
     def expr(self, e):
         if e is None:
             return None
-        return _located([_ExprConverter(self).visit(e)], e)[0] if hasattr(e, "lineno") else _ExprConverter(self).visit(e)
+        out = _ExprConverter(self).visit(e)
+        return _located([out], e)[0] if hasattr(e, "lineno") else out
 
 
 class _ExprConverter(ast.NodeTransformer):
