@@ -75,6 +75,22 @@ def _dotted(path) -> str:
     return ".".join(parts)
 
 
+def _initial_opt_state(optimizer, tx, params: dict):
+    """The optimizer's current state when it has the transformation's layout
+    (so eager steps taken before and its placement by `pdx.parallel.shard`
+    carry over), else a fresh `tx.init` (e.g. a scheduler-driven learning rate,
+    whose transformation also counts steps)."""
+    # One compiled init instead of an eager zeros kernel per parameter shape.
+    fresh = jax.jit(tx.init)(params)
+    current = getattr(optimizer, "_opt_state", None)
+    if current is None:
+        return fresh
+    current = jax.tree.map(lambda v: v.get_value(), current, is_leaf=lambda x: isinstance(x, nnx.Variable))
+    same = jax.tree.structure(current) == jax.tree.structure(fresh) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(current), jax.tree.leaves(fresh)))
+    return current if same else fresh
+
+
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class TrainState:
@@ -85,7 +101,9 @@ class TrainState:
       buffers: dict name -> array, every other model variable (batch-norm
         statistics, frozen parameters, dropout keys as key_data).
       opt_state: the optax state of `optimizer.transformation()`, keyed by
-        the optimizer's parameter names.
+        the optimizer's parameter names; it starts from the optimizer's
+        current state when the layouts agree (a float learning rate), so
+        earlier eager steps and `pdx.parallel.shard` placement carry over.
       rng: a PRNG key as key_data (uint32), split once per step for the user.
       step: int32, optimizer updates applied (skipped steps do not count).
       loss_scale: a `pdx.amp.LossScaleState` (scale 1 without a GradScaler).
@@ -169,8 +187,7 @@ class TrainState:
                 buffers[name] = leaf
         scaler = grad_scaler if grad_scaler is not None else GradScaler(enable=False)
         spec = _Spec(graphdef, eval_graphdef, treedef, names, trainable, tuple(key_impls), opt_names, tx, scaler)
-        # One compiled init instead of an eager zeros kernel per parameter shape.
-        opt_state = jax.jit(tx.init)({o: params[m] for m, o in opt_names}) if tx is not None else ()
+        opt_state = _initial_opt_state(optimizer, tx, {o: params[m] for m, o in opt_names}) if tx is not None else ()
         lr = optimizer.get_lr() if optimizer is not None else 0.0
         return cls(params=params, buffers=buffers, opt_state=opt_state,
                    rng=jax.random.key_data(jax.random.key(seed)), step=jnp.zeros((), jnp.int32),

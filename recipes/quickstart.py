@@ -83,8 +83,8 @@ def main(cfg: QuickstartConfig) -> float:
     loss = train_step(model, opt, x, y)
     print(f"compiled step: loss {float(loss):.4f}")
 
-    # Paddle's high-level API: one compiled step over a pdx.TrainState (built from
-    # the model's current weights and a fresh optimizer state), a progress bar,
+    # Paddle's high-level API: one compiled step over a pdx.TrainState (the
+    # model's weights and the optimizer's state carry over), a progress bar,
     # TensorBoard logs and checkpoints.
     trainer = pdx.Model(model)
     trainer.prepare(opt, F.cross_entropy, pdx.metric.Accuracy())

@@ -113,3 +113,20 @@ def test_iterable_dataset_and_a_short_last_accumulation_group(rng):
     model.fit(Stream(), batch_size=8, epochs=1, verbose=0, accumulate_grad_batches=2, callbacks=[Ends()])
     assert ends == [(1, 16), (3, 16), (4, 8)]  # 5 batches: two groups of 2, then the last one alone
     assert int(model.train_state.step) == 3
+
+
+def test_optimizer_state_and_sharding_carry_into_the_train_state(rng):
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = pdx.optimizer.Adam(1e-2, parameters=net)
+    pdx.parallel.shard([net, opt], pdx.parallel.HybridConfig(mp_degree=2))
+    x, y = rng.normal(size=(8, 8)).astype(np.float32), rng.integers(0, 2, 8).astype(np.int32)
+    _, grads = pdx.value_and_grad(lambda m: F.cross_entropy(m(x), y))(net)
+    opt.step(grads)  # one eager step before handing over to the Model
+    mu = np.asarray(opt.state_dict()["0/update/adam/mu/0.weight"]).copy()
+    model = pdx.Model(net)
+    model.prepare(opt, F.cross_entropy)
+    state = model.train_state
+    np.testing.assert_array_equal(np.asarray(state.opt_state[0]["update"]["adam"].mu["0.weight"]), mu)
+    model.train_batch([x], [y])
+    spec = model.train_state.params["0.weight"].sharding.spec
+    assert tuple(spec) == (None, "mp")  # the tensor-parallel placement survives the compiled step
