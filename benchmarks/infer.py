@@ -13,15 +13,21 @@ included). Rows:
                      (one artifact, batch dim None)
   pdx IREE host      the same export's `iree-llvm-cpu` .vmfb, `runtime="iree"`
                      (IREE needs static shapes: one artifact per batch size)
+  ... NHWC           the artifact rows again for the data_format="NHWC" model
+                     (input spec [None, 224, 224, 3]; the request is still NCHW
+                     and is transposed on the host inside the timed call)
   torch eager        the same architecture written in torch.nn, `inference_mode`
   paddle inference   `paddle.jit.save` + `paddle.inference` predictor, with
-                     oneDNN (the CPU deployment setting) and without
+                     oneDNN (the CPU deployment setting); without oneDNN on request
 
 Every row's output is compared with paddle's dygraph output (max |diff|),
 so a fast wrong row shows. Timings: wall clock per call after warm-up
 calls, median and min over repeats; the JAX-based rows run interleaved
 (one call each per round) so they see the same background load; the eager
 frameworks' rows run alone afterwards (their OpenMP workers keep spinning).
+"CPU ms/call" is the process CPU time of a call summed over threads: on a
+shared machine it moves less than wall time, but it counts spin-waiting
+worker threads as work.
 
 Usage:
   python benchmarks/infer.py                         # batch 1 and 32, ~10 min on a 2-core CPU
@@ -45,9 +51,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-ROWS = ("pdx eager", "pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx IREE host", "torch eager",
-        "paddle inference (oneDNN)", "paddle inference (no oneDNN)")
-JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact")  # interleaved with each other
+ROWS = ("pdx eager", "pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx IREE host",
+        "pdx IREE host NHWC", "torch eager", "paddle inference (oneDNN)", "paddle inference (no oneDNN)")
+DEFAULT_ROWS = tuple(r for r in ROWS if r != "paddle inference (no oneDNN)")  # ~6x slower than with oneDNN
+JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC")  # interleaved
 
 
 @dataclasses.dataclass
@@ -57,6 +64,7 @@ class Row:
     run: Callable[[np.ndarray], np.ndarray] | None = None
     setup_s: float | None = None  # build / export / compile / first call
     times_s: list = dataclasses.field(default_factory=list)
+    cpu_s: list = dataclasses.field(default_factory=list)  # process CPU time per call, all threads
     max_diff: float | None = None
     error: str | None = None
 
@@ -180,31 +188,33 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
             return lambda x: np.asarray(forward(jnp.asarray(x)))
         return make
 
-    artifacts: dict[int | None, str] = {}
+    artifacts: dict[tuple, str] = {}
 
-    def export(batch):
-        """The artifact for `batch` (None: XLA only, dynamic batch)."""
-        if batch not in artifacts:
+    def export(batch, data_format):
+        """The artifact for `batch` (None: XLA only, dynamic batch) and layout."""
+        key = (batch, data_format)
+        if key not in artifacts:
             import pdx
             from pdx.jit import InputSpec
 
+            shape = [None, 3, size, size] if data_format == "NCHW" else [None, size, size, 3]
             targets = ("xla",) if batch is None else ("xla", "iree-llvm-cpu")
-            path = os.path.join(workdir, f"resnet18_b{batch or 'any'}")
-            pdx.export.export(_pdx_net(state), path, [InputSpec([None, 3, size, size], "float32", "image")],
+            path = os.path.join(workdir, f"resnet18_{data_format}_b{batch or 'any'}")
+            pdx.export.export(_pdx_net(state, data_format), path, [InputSpec(shape, "float32", "image")],
                               targets=targets, iree_dims=None if batch is None else {"batch": batch},
                               differentiable=False)
-            artifacts[batch] = path
-        return artifacts[batch]
+            artifacts[key] = path
+        return artifacts[key]
 
-    def pdx_xla(batch):
-        import pdx
+    def pdx_artifact(runtime, data_format):
+        def make(batch):
+            import pdx
 
-        return pdx.export.load(export(None), runtime="xla")
-
-    def pdx_iree(batch):
-        import pdx
-
-        return pdx.export.load(export(batch), runtime="iree")
+            predictor = pdx.export.load(export(None if runtime == "xla" else batch, data_format), runtime=runtime)
+            if data_format == "NHWC":
+                return lambda x: predictor(x.transpose(0, 2, 3, 1))
+            return predictor
+        return make
 
     def torch_eager(batch):
         import torch
@@ -250,7 +260,9 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
 
     all_makers = {
         "pdx eager": pdx_eager, "pdx jit": pdx_jit("NCHW"), "pdx jit NHWC": pdx_jit("NHWC"),
-        "pdx XLA artifact": pdx_xla, "pdx IREE host": pdx_iree, "torch eager": torch_eager,
+        "pdx XLA artifact": pdx_artifact("xla", "NCHW"), "pdx XLA artifact NHWC": pdx_artifact("xla", "NHWC"),
+        "pdx IREE host": pdx_artifact("iree", "NCHW"), "pdx IREE host NHWC": pdx_artifact("iree", "NHWC"),
+        "torch eager": torch_eager,
         "paddle inference (oneDNN)": paddle_inference(True),
         "paddle inference (no oneDNN)": paddle_inference(False),
     }
@@ -264,10 +276,11 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
 # --------------------------------------------------------------------------------------
 
 
-def _call_s(run, x) -> float:
-    t0 = time.perf_counter()
-    run(x)
-    return time.perf_counter() - t0
+def _timed_call(row: Row, x) -> None:
+    c0, t0 = time.process_time(), time.perf_counter()
+    row.run(x)
+    row.times_s.append(time.perf_counter() - t0)
+    row.cpu_s.append(time.process_time() - c0)
 
 
 def settle() -> None:
@@ -279,15 +292,18 @@ def measure(rows: list[Row], x: np.ndarray, reference: np.ndarray, *, warmup: in
             budget_s: float, interleave: bool) -> None:
     """Warm up each row, check its output against `reference`, then time `repeats`
     calls per row (round robin when `interleave`), stopping early once a row spent
-    `budget_s` (at least 3 timings)."""
+    `budget_s` (after 3 timings, or after 1 when it spent twice the budget)."""
     live = []
     for row in rows:
         if row.run is None:
             continue
         try:
+            t0 = time.perf_counter()
             out = row.run(x)
             row.max_diff = float(np.abs(out - reference).max())
             for _ in range(warmup):
+                if time.perf_counter() - t0 > budget_s / 3:
+                    break
                 row.run(x)
             live.append(row)
         except Exception as e:  # noqa: BLE001 - a failing row is reported in the table, the rest still run
@@ -295,10 +311,11 @@ def measure(rows: list[Row], x: np.ndarray, reference: np.ndarray, *, warmup: in
     groups = [live] if interleave else [[r] for r in live]
     for group in groups:
         for i in range(repeats):
-            if i >= 3 and max(sum(r.times_s) for r in group) > budget_s:
+            spent = max(sum(r.times_s) for r in group) if i else 0.0
+            if (i >= 3 and spent > budget_s) or spent > 2 * budget_s:
                 break
             for row in group if i % 2 == 0 else reversed(group):
-                row.times_s.append(_call_s(row.run, x))
+                _timed_call(row, x)
         if not interleave:
             settle()
 
@@ -333,8 +350,8 @@ def versions() -> str:
 
 def table(rows: list[Row]) -> str:
     lines = ["| batch | runtime | setup s | median ms | min ms | images/s | vs fastest | vs torch | "
-             "max abs diff vs paddle | calls |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "CPU ms/call | max abs diff vs paddle | calls |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for batch in sorted({r.batch for r in rows}):
         group = [r for r in rows if r.batch == batch]
         timed = [r for r in group if r.median_ms is not None]
@@ -342,7 +359,7 @@ def table(rows: list[Row]) -> str:
         torch_ms = next((r.median_ms for r in timed if r.name == "torch eager"), None)
         for r in group:
             if r.median_ms is None:
-                lines.append(f"| {batch} | {r.name} | | | | | | | | failed: {r.error} |")
+                lines.append(f"| {batch} | {r.name} | | | | | | | | | failed: {r.error} |")
                 continue
             best = r.median_ms == fastest
             name = f"**{r.name}**" if best else r.name
@@ -350,14 +367,15 @@ def table(rows: list[Row]) -> str:
             setup = f"{r.setup_s:.1f}" if r.setup_s is not None else ""
             lines.append(f"| {batch} | {name} | {setup} | {r.median_ms:.1f} | {r.min_ms:.1f} | "
                          f"{1e3 * batch / r.median_ms:.1f} | {r.median_ms / fastest:.2f} | {vs_torch} | "
-                         f"{r.max_diff:.1e} | {len(r.times_s)} |")
+                         f"{1e3 * statistics.median(r.cpu_s):.0f} | {r.max_diff:.1e} | {len(r.times_s)} |")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batch-sizes", default="1,32", help="comma-separated batch sizes (default 1,32)")
-    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated rows (default all: {', '.join(ROWS)})")
+    p.add_argument("--rows", default=",".join(DEFAULT_ROWS),
+                   help=f"comma-separated rows from: {', '.join(ROWS)} (default: all but the last)")
     p.add_argument("--repeats", type=int, default=20, help="timed calls per row and batch (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls after the first (default 3)")
     p.add_argument("--budget", type=float, default=30.0,
