@@ -107,6 +107,10 @@ def _nbytes(shape_dtype_tree) -> int:
 def summary(net, input_size=None, dtypes=None, input=None):
     """Print a table of the network's layers and return its parameter counts (Paddle's `paddle.summary`).
 
+    The table has Paddle's columns plus 'Trainable #' (parameters an optimizer
+    would update), then totals and a memory estimate (inputs, activations
+    times two for the backward pass, parameters).
+
     Args:
       net: a `pdx.nn.Layer`.
       input_size: one input shape with the batch dimension, e.g. (1, 1, 28, 28),
@@ -134,10 +138,10 @@ def summary(net, input_size=None, dtypes=None, input=None):
         if (kind in _CONTAINERS or layer is None) or (not name and len(calls) > 1):
             continue
         counter[kind] = counter.get(kind, 0) + 1
-        total, _ = _own_params(layer) if id(layer) not in seen else (0, 0)
+        total, trainable = _own_params(layer) if id(layer) not in seen else (0, 0)  # shared layers count once
         seen.add(id(layer))
         act_bytes += _nbytes(out)
-        rows.append((f"{kind}-{counter[kind]}", str(_shapes(ins)), str(_shapes(out)), f"{total:,}"))
+        rows.append((f"{kind}-{counter[kind]}", str(_shapes(ins)), str(_shapes(out)), f"{total:,}", f"{trainable:,}"))
     total = trainable = 0
     for _, p in net.named_parameters():
         n = int(np.prod(p.get_value().shape))
@@ -145,7 +149,7 @@ def summary(net, input_size=None, dtypes=None, input=None):
         meta = p.get_metadata()
         trainable += n if meta.get("trainable", True) and not meta.get("stop_gradient", False) else 0
     param_bytes = sum(int(np.prod(p.get_value().shape)) * p.get_value().dtype.itemsize for p in net.parameters())
-    headers = ("Layer (type)", "Input Shape", "Output Shape", "Param #")
+    headers = ("Layer (type)", "Input Shape", "Output Shape", "Param #", "Trainable #")
     widths = [max([len(h)] + [len(r[i]) for r in rows]) + 4 for i, h in enumerate(headers)]
     line = sum(widths)
     out = ["-" * line, "".join(h.center(w) for h, w in zip(headers, widths)), "=" * line]

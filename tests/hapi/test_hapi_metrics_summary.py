@@ -81,6 +81,13 @@ def test_summary_matches_paddle(paddle, capsys):
     assert all(np.array_equal(before[k], np.asarray(v)) for k, v in net.state_dict().items())  # nothing ran on it
 
 
+def test_summary_counts_frozen_parameters(capsys):
+    net = nn.Sequential(nn.Linear(4, 3, weight_attr=pdx.ParamAttr(trainable=False)), nn.Linear(3, 2))
+    assert pdx.summary(net, (2, 4)) == {"total_params": 23, "trainable_params": 11}  # 12 frozen weights
+    row = [line for line in capsys.readouterr().out.splitlines() if "Linear-1" in line][0]
+    assert row.split()[-2:] == ["15", "3"]  # Param #, Trainable #
+
+
 def test_model_summary_uses_input_spec(capsys):
     model = pdx.Model(_pdx_lenet(), inputs=[pdx.static.InputSpec([None, 1, 28, 28], "float32")])
     assert model.summary()["total_params"] == 61610  # 60 + 2416 + 48120 + 10164 + 850
