@@ -157,7 +157,8 @@ def _checkpointer() -> ocp.Checkpointer:
 
 
 def _saved_tree(ckptr, state_dir: Path):
-    return ckptr.metadata(state_dir).item_metadata.tree
+    # orbax finds no item metadata under a relative path: always hand it an absolute one
+    return ckptr.metadata(Path(state_dir).absolute()).item_metadata.tree
 
 
 def _path_str(path) -> str:

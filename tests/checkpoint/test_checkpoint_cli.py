@@ -55,6 +55,13 @@ def test_ls_and_inspect(ckpts, capsys):
     assert latest["path"] == str(run)
 
 
+def test_inspect_a_relative_path(ckpts, capsys, monkeypatch):
+    run, _ = ckpts
+    monkeypatch.chdir(run.parent)
+    info = _json(capsys, "inspect", run.name)
+    assert {a["name"] for a in info["arrays"]} == {"params/w", "params/b", "step"}
+
+
 def test_verify_exit_codes(ckpts, capsys):
     run, _ = ckpts
     assert main(["ckpt", "verify", str(run / "10")]) == 0
