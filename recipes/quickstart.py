@@ -4,10 +4,15 @@ The data ships inside scikit-learn (1,797 8x8 images), so nothing is
 downloaded. The script does what a Paddle user does: build a model eagerly,
 run one training step op by op (print works), compile the same step with
 `@pdx.jit`, then hand the model to `pdx.Model(...).fit(...)` — Paddle's
-high-level API — with a progress bar and a TensorBoard log directory.
+high-level API — with a progress bar and a TensorBoard log directory. Then
+the deployment path: a verified checkpoint of the training state (shown with
+`pdx ckpt inspect`), a StableHLO artifact run by the XLA runtime and, compiled
+by IREE, by the IREE host runtime, and one request to `pdx serve`'s HTTP API.
 
     python recipes/quickstart.py [--epochs 10] [--batch-size 32] [--log-dir runs/quickstart]
     tensorboard --logdir runs/quickstart      # loss, accuracy, lr, weight histograms
+    pdx ckpt inspect checkpoints/quickstart-state
+    pdx serve artifacts/digits                # the exported model over HTTP
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class QuickstartConfig:
     seed: int = 0                          # parameter init and data order
     log_dir: str = "runs/quickstart"       # TensorBoard event files (VisualDL callback)
     save_dir: str = "checkpoints/quickstart"  # Model.save files (safetensors + JSON)
+    ckpt_dir: str = "checkpoints/quickstart-state"  # sharded, verified TrainState checkpoints (pdx.checkpoint)
+    artifact_dir: str = "artifacts/digits"  # exported StableHLO + weights + IREE module
 
 
 class LeNet(nn.Layer):
@@ -96,7 +103,55 @@ def main(cfg: QuickstartConfig) -> float:
     acc = trainer.evaluate(test, batch_size=cfg.batch_size, verbose=0)["acc"]  # reuses the compiled eval step
     print(f"test accuracy {acc:.4f} ({len(test)} images), fit in {elapsed:.1f}s; "
           f"TensorBoard: tensorboard --logdir {cfg.log_dir}")
+    deploy(cfg, trainer, test)
     return acc
+
+
+def deploy(cfg: QuickstartConfig, trainer, test) -> None:
+    """Checkpoint the training state, export the network, run it on XLA and IREE, serve it once."""
+    import threading
+
+    import numpy as np
+    import uvicorn
+
+    from pdx.cli import main as pdx_cli
+
+    # 1. The whole TrainState (weights, optimizer state, step, RNG) as a verified orbax checkpoint.
+    state = trainer.train_state
+    with pdx.checkpoint.CheckpointManager(cfg.ckpt_dir, max_to_keep=2) as manager:
+        if manager.latest_step() != int(state.step):
+            manager.save(int(state.step), state, metadata={"recipe": "quickstart"})
+    print(f"\n$ pdx ckpt inspect {cfg.ckpt_dir}")
+    pdx_cli(["ckpt", "inspect", cfg.ckpt_dir])
+
+    # 2. One artifact: StableHLO for XLA plus an IREE module for this CPU (the same
+    #    program; iree-arm64-android / iree-vulkan targets compile for phones and GPUs).
+    network = trainer.network
+    network.eval()
+    spec = [pdx.jit.InputSpec([None, 1, 8, 8], "float32", "image")]
+    path = pdx.export.export(network, cfg.artifact_dir, spec, targets=("xla", "iree-llvm-cpu"),
+                             name="digits", iree_batch_split=True)
+    images = np.stack([np.asarray(test[i][0]) for i in range(len(test))])
+    labels = np.array([int(np.asarray(test[i][1]).item()) for i in range(len(test))])
+    for runtime in ("xla", "iree"):
+        predictor = pdx.export.load(path, runtime=runtime)
+        accuracy = float((np.asarray(predictor(images)).argmax(-1) == labels).mean())
+        print(f"{runtime} runtime: test accuracy {accuracy:.4f}")
+
+    # 3. Serve the artifact over HTTP on loopback, send one request, stop.
+    server = uvicorn.Server(uvicorn.Config(pdx.export.create_app(path), host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not (server.started and server.servers):
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    client = pdx.export.Client(f"http://127.0.0.1:{port}")
+    client.wait_ready()
+    scores = np.asarray(client.predict("digits", images[:4]))
+    print(f"served: POST /v1/models/digits:predict -> classes {scores.argmax(-1).tolist()} "
+          f"(labels {labels[:4].tolist()})")
+    server.should_exit = True
+    thread.join(timeout=10)
 
 
 if __name__ == "__main__":

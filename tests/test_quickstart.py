@@ -16,7 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_quickstart_converges_on_digits(tmp_path):
     start = time.perf_counter()
     out = subprocess.run([sys.executable, str(ROOT / "recipes" / "quickstart.py"),
-                          "--log-dir", str(tmp_path / "tb"), "--save-dir", str(tmp_path / "ckpt")],
+                          "--log-dir", str(tmp_path / "tb"), "--save-dir", str(tmp_path / "ckpt"),
+                          "--ckpt-dir", str(tmp_path / "state"), "--artifact-dir", str(tmp_path / "artifact")],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     elapsed = time.perf_counter() - start
     assert out.returncode == 0, out.stderr[-3000:]
@@ -29,3 +30,13 @@ def test_quickstart_converges_on_digits(tmp_path):
     assert accuracy >= 0.97
     assert glob.glob(str(tmp_path / "tb" / "events.out.tfevents.*"))
     assert (tmp_path / "ckpt" / "final.pdparams.safetensors").exists()
+    # deployment: checkpoint shown by `pdx ckpt inspect`, the artifact on both runtimes, one served request
+    assert "$ pdx ckpt inspect" in out.stdout and re.search(r"\d+ arrays, [0-9.]+ KiB", out.stdout)
+    for runtime in ("xla", "iree"):
+        got = re.search(rf"{runtime} runtime: test accuracy ([0-9.]+)", out.stdout)
+        assert got and abs(float(got.group(1)) - accuracy) < 0.01, out.stdout[-2000:]
+    served = re.search(r"served: .* classes (\[[0-9, ]+\]) \(labels (\[[0-9, ]+\])\)", out.stdout)
+    assert served, out.stdout[-1000:]
+    agree = sum(a == b for a, b in zip(eval(served.group(1)), eval(served.group(2))))
+    assert agree >= 3, served.group(0)  # a ~98% model: at most one of four wrong
+    assert (tmp_path / "artifact" / "manifest.json").exists()
