@@ -4,6 +4,7 @@ test accuracy with a visible progress bar and TensorBoard event files (the
 time is printed, never asserted)."""
 
 import glob
+import json
 import pathlib
 import re
 import subprocess
@@ -37,6 +38,6 @@ def test_quickstart_converges_on_digits(tmp_path):
         assert got and abs(float(got.group(1)) - accuracy) < 0.01, out.stdout[-2000:]
     served = re.search(r"served: .* classes (\[[0-9, ]+\]) \(labels (\[[0-9, ]+\])\)", out.stdout)
     assert served, out.stdout[-1000:]
-    agree = sum(a == b for a, b in zip(eval(served.group(1)), eval(served.group(2))))
+    agree = sum(a == b for a, b in zip(json.loads(served.group(1)), json.loads(served.group(2))))
     assert agree >= 3, served.group(0)  # a ~98% model: at most one of four wrong
     assert (tmp_path / "artifact" / "manifest.json").exists()
