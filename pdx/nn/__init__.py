@@ -72,6 +72,7 @@ from pdx.nn._norm import (
     RMSNorm,
 )
 from pdx.nn._recompute import recompute, scan_layers
+from pdx.nn._stack import LayerStack
 from pdx.nn._pooling import (
     AdaptiveAvgPool1D,
     AdaptiveAvgPool2D,
@@ -141,6 +142,7 @@ __all__ = [
     "Layer",
     "LayerDict",
     "LayerList",
+    "LayerStack",
     "LayerNorm",
     "LeakyReLU",
     "Linear",

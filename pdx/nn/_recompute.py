@@ -2,9 +2,9 @@
 
 Both run a Layer as a pure function of its Variables' values (the same
 swap pdx.jit uses): `recompute` wraps it in `jax.checkpoint` so the backward
-pass recomputes activations instead of storing them; `scan_layers` stacks
-the values of N structurally identical layers and runs them with one
-`lax.scan`, so tracing and compile time do not grow with depth.
+pass recomputes activations instead of storing them; `scan_layers` runs N
+structurally identical layers with one `lax.scan` (a `LayerStack` stores
+them stacked; a LayerList is stacked per call).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from pdx._graph import Graph, _set_raw, run_with_values
+from pdx.nn._stack import LayerStack, check_identical, scan_values
 
 # Paddle's recompute keeps nothing; the others trade memory for compute like MaxText's remat policies.
 _POLICIES = {
@@ -89,12 +90,15 @@ def scan_layers(layers: Sequence, x, *args, policy=None, **kwargs):
     """Run `x` through identical layers one after another with one `lax.scan`.
 
     Equivalent to `for layer in layers: x = layer(x, *args, **kwargs)`, but the
-    body is traced once, so compile time does not grow with the number of
-    layers. Each layer keeps its own parameters (and state-dict names); their
-    values are stacked for the scan (one copy of the layer weights per call).
+    body is traced once. Given a `LayerStack` this is its forward. Given a
+    LayerList (or a list), each layer keeps its own parameters and state-dict
+    names, and their values are stacked on every call: one extra copy of the
+    weights, and stacking/unstacking ops that grow with depth in the compiled
+    program (and in the optimizer, which updates N arrays per parameter).
+    Store the layers as a `pdx.nn.LayerStack` to avoid both.
 
     Args:
-      layers: Layers with identical structure (same classes, shapes, dtypes).
+      layers: a LayerStack, or Layers with identical structure (same classes, shapes, dtypes).
       x: the carried activation; each layer returns the next one.
       *args, **kwargs: extra inputs given to every layer unchanged.
       policy: optional recompute policy for the body (see `recompute`).
@@ -108,30 +112,16 @@ def scan_layers(layers: Sequence, x, *args, policy=None, **kwargs):
       >>> pdx.nn.scan_layers(blocks, jnp.ones((2, 4))).shape
       (2, 4)
     """
+    if isinstance(layers, LayerStack):
+        return layers.scan(lambda layer, h, _: (layer(h, *args, **kwargs), None), x, policy=policy)[0]
     layers = list(layers)
     if not layers:
         return x
+    check_identical(layers, "scan_layers")
     graphs = [Graph([layer]) for layer in layers]
-    first = nnx.graphdef(layers[0])
-    for i, layer in enumerate(layers[1:], 1):
-        if nnx.graphdef(layer) != first or len(graphs[i].variables) != len(graphs[0].variables):
-            raise ValueError(f"scan_layers: layer {i} ({type(layer).__name__}) differs in structure from layer 0; "
-                             "scan needs identical layers (same classes, shapes and settings) — run the loop instead")
     stacked = [jnp.stack(vals) for vals in zip(*(g.values() for g in graphs))]
-    template, graph = layers[0], graphs[0]
-    saved = graph.values()
-
-    def body(carry, values):
-        out, new_values = run_with_values(graph, values, template, carry, *args, **kwargs)
-        return out, new_values
-
-    if policy is not None:
-        body = jax.checkpoint(body, policy=_policy(policy))
-    try:
-        out, new_stacked = jax.lax.scan(body, x, stacked)
-    finally:
-        for var, value in zip(graph.variables, saved):
-            _set_raw(var, value)
+    out, _, new = scan_values(layers[0], graphs[0], stacked,
+                              lambda layer, h, _: (layer(h, *args, **kwargs), None), x, policy=policy)
     for i, g in enumerate(graphs):
-        _write_back(g, [v[i] for v in new_stacked])
+        g.write({k: v[i] for k, v in new.items()})
     return out

@@ -32,7 +32,9 @@ _DEFAULT_RULES = {
     axes.NORM: None,
     axes.CONV_IN: None,
     axes.CONV_OUT: None,
-    axes.LAYERS: None,
+    # A LayerStack's layer dimension: with pp_degree > 1 each stage holds its own layers
+    # (contiguous blocks, GPipe's chunks); with pp_degree == 1 the size-1 axis is dropped.
+    axes.LAYERS: "pp",
     axes.STAGE: "pp",
 }
 

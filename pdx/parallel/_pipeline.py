@@ -1,6 +1,7 @@
 """Pipeline parallelism: GPipe and interleaved (circular) schedules over stage-stacked layers.
 
-The layers' weights are stacked as (virtual, stage, layers-per-chunk, ...)
+The layers' weights (a `pdx.nn.LayerStack`'s as stored, a LayerList's
+stacked per call) are viewed as (virtual, stage, layers-per-chunk, ...)
 with the stage dimension on the "pp" mesh axis; a buffer of one microbatch
 activation per stage rotates through the stages (`jnp.roll` on the
 pp-sharded dimension, which XLA lowers to a collective-permute). Each
@@ -22,10 +23,9 @@ import logging
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec
 
-from pdx._graph import Graph, _set_raw, run_with_values
+from pdx._graph import Graph, run_with_values
 
 _log = logging.getLogger("pdx.parallel")
 
@@ -52,9 +52,23 @@ def run_layers(layers, x, *args, scan: bool = False, policy=None):
 
     Under `pdx.parallel.use_mesh(config)` with `config.pp_degree > 1` this is
     the pipeline schedule (`accumulate_steps` microbatches,
-    `virtual_pp_degree` chunks per stage); otherwise one `lax.scan`
-    (`scan=True`) or a Python loop, each layer optionally recomputed
-    (`policy`). Models call this so the same code runs under any layout.
+    `virtual_pp_degree` chunks per stage); otherwise one `lax.scan` (a
+    `pdx.nn.LayerStack`, or `scan=True`) or a Python loop, each layer
+    optionally recomputed (`policy`). Models call this so the same code runs
+    under any layout.
+
+    Args:
+      layers: a `pdx.nn.LayerStack` (weights stored stacked: nothing is copied
+        per call) or a LayerList / list of Layers (stacked per call when
+        scanned or pipelined).
+      x: the activation carried from layer to layer.
+      *args: inputs every layer receives unchanged.
+      scan: scan a LayerList instead of looping over it (a LayerStack always scans).
+      policy: recompute policy per layer (see `pdx.nn.recompute`); None: none
+        (a LayerStack's own policy).
+
+    Returns:
+      The last layer's output.
 
     Example:
       >>> import jax.numpy as jnp, pdx
@@ -62,52 +76,101 @@ def run_layers(layers, x, *args, scan: bool = False, policy=None):
       >>> pdx.parallel.run_layers(blocks, jnp.ones((2, 4))).shape
       (2, 4)
     """
-    from pdx.nn import recompute, scan_layers
+    from pdx.nn import LayerStack, recompute, scan_layers
 
     mesh, config = _active()
     if config is not None and config.pp_degree > 1:
         return pipeline(layers, x, *args, num_stages=config.pp_degree, num_microbatches=config.accumulate_steps,
                         virtual_stages=config.virtual_pp_degree, policy=policy, mesh=mesh)
-    if scan:
+    if scan or isinstance(layers, LayerStack):
         return scan_layers(layers, x, *args, policy=policy)
     for layer in layers:
         x = (recompute(layer, policy=policy) if policy else layer)(x, *args)
     return x
 
 
-def _stage_spec(var, mesh, extra_dims: int):
-    """(virtual, stage, chunk, *the parameter's own placement)."""
+def _stage_sharding(var, mesh, stored: bool):
+    """(virtual, stage, chunk, *the parameter's own placement) for a weight reshaped for the schedule."""
     own = var.get_metadata().get("pdx_sharding")
     rest = tuple(own.spec) if own is not None else ()
-    return NamedSharding(mesh, PartitionSpec(None, "pp", None, *rest)) if extra_dims == 3 else None
+    if stored:  # a LayerStack's placement starts with its layer dimension
+        rest = rest[1:]
+    return NamedSharding(mesh, PartitionSpec(None, "pp", None, *rest))
+
+
+def _buffer_sharding(shape, mesh):
+    """The rotating buffer (stage, microbatch rows, ...): stages on "pp", rows on the data-parallel axes.
+
+    Without the row split every data-parallel replica would run the whole
+    microbatch through its stage.
+    """
+    from pdx.nn import axes
+    from pdx.parallel._config import default_rules
+    from pdx.parallel._shard import logical_to_spec
+
+    if mesh is None:
+        return None
+    config = _active()[1]
+    rules = config.axis_rules() if config is not None else default_rules()
+    names = (axes.STAGE, axes.BATCH) + (None,) * (len(shape) - 2)
+    return NamedSharding(mesh, logical_to_spec(names, shape, mesh, rules))
+
+
+def _stacked_weights(layers):
+    """(template layer, its Graph, per-Variable (N, ...) values, stored?) of a LayerStack or a list of layers."""
+    from pdx.nn import LayerStack
+    from pdx.nn._stack import check_identical
+
+    if isinstance(layers, LayerStack):
+        graph = Graph([layers.block])
+        return layers.block, graph, graph.values(), True
+    layers = list(layers)
+    if not layers:
+        raise ValueError("pipeline: got no layers")
+    check_identical(layers, "pipeline")
+    graphs = [Graph([layer]) for layer in layers]
+    return layers[0], graphs[0], [jnp.stack(vals) for vals in zip(*(g.values() for g in graphs))], False
 
 
 def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_stages: int = 1, policy=None,
              mesh=None):
     """Run `x` through identical `layers` as a pipeline over `num_stages` stages.
 
+    A `pdx.nn.LayerStack` is used as stored: placed by `pdx.parallel.shard`,
+    its layer dimension sits on the "pp" mesh axis (rule `layers -> pp`), so
+    stage s holds layers [s*N/p, (s+1)*N/p) — exactly GPipe's chunk for that
+    stage, and the schedule reads the weights where they are. The
+    interleaved schedule (virtual_stages > 1) runs chunk r*p + s on stage s,
+    which is not where contiguous storage puts it: the weights are moved to
+    the interleaved layout once per step (one all-to-all forward, one for the
+    gradients backward). A LayerList is stacked on every call.
+
     Args:
-      layers: structurally identical Layers, `len(layers)` divisible by
-        num_stages * virtual_stages.
+      layers: a LayerStack, or structurally identical Layers; the layer count
+        divisible by num_stages * virtual_stages.
       x: activations, batch first; the batch splits into num_microbatches.
       *args: inputs every layer receives unchanged (shared by all microbatches).
       num_stages: pipeline stages (the mesh's "pp" size).
       num_microbatches: microbatches; a multiple of num_stages when virtual_stages > 1.
       virtual_stages: layer chunks per stage (interleaved schedule when > 1).
-      policy: optional recompute policy for each stage's chunk.
+      policy: optional recompute policy for each stage's chunk (None: a
+        LayerStack's own policy).
       mesh: the mesh whose "pp" axis holds the stages (default: from `use_mesh`).
 
     Returns:
-      The output of the last layer, shaped like x.
+      The output of the last layer, shaped like x. Changes layers make to
+      buffers (batch-norm statistics, dropout keys) are not kept.
 
     Example: inside `with pdx.parallel.use_mesh(HybridConfig(pp_degree=2, accumulate_steps=4)):`
     a model calling `pdx.parallel.run_layers(self.layers, h)` runs this schedule.
     """
     from pdx.nn._recompute import _policy
 
-    layers = list(layers)
-    n, p, v, m = len(layers), num_stages, virtual_stages, num_microbatches
-    if n % (p * v):
+    template, graph, stacked, stored = _stacked_weights(layers)
+    if stored and policy is None:
+        policy = layers.policy
+    n, p, v, m = stacked[0].shape[0] if stacked else 0, num_stages, virtual_stages, num_microbatches
+    if n % (p * v) or n == 0:
         raise ValueError(f"pipeline: {n} layers cannot be split into {p} stages x {v} virtual stages; "
                          "make the layer count a multiple of pp_degree * virtual_pp_degree")
     if x.shape[0] % m:
@@ -118,17 +181,12 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
     if mesh is None:
         mesh = _active()[0]
     chunk = n // (p * v)
-    graphs = [Graph([layer]) for layer in layers]
-    first = nnx.graphdef(layers[0])
-    if any(nnx.graphdef(layer) != first for layer in layers[1:]):
-        raise ValueError("pipeline: all layers must have the same structure (classes, shapes, settings)")
-    template, graph = layers[0], graphs[0]
-    saved = graph.values()
-    stacked = []
-    for i, values in enumerate(zip(*(g.values() for g in graphs))):
-        w = jnp.stack(values).reshape((v, p, chunk) + values[0].shape)
-        spec = _stage_spec(graph.variables[i], mesh, 3) if mesh is not None else None
-        stacked.append(jax.lax.with_sharding_constraint(w, spec) if spec is not None else w)
+    weights_by_chunk = []
+    for var, w in zip(graph.variables, stacked):
+        w = w.reshape((v, p, chunk) + w.shape[1:])
+        if mesh is not None:
+            w = jax.lax.with_sharding_constraint(w, _stage_sharding(var, mesh, stored))
+        weights_by_chunk.append(w)
     steps = m * v + p - 1
     _log.info("pipeline: %d stages x %d virtual, %d microbatches, %d steps, bubble %.1f%%",
               p, v, m, steps, 100 * bubble_fraction(p, m, v))
@@ -142,8 +200,10 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
 
     if policy is not None:
         stage = jax.checkpoint(stage, policy=_policy(policy))
-    micro = x.reshape((m, x.shape[0] // m) + x.shape[1:])
-    buf_spec = NamedSharding(mesh, PartitionSpec("pp")) if mesh is not None else None
+    # Microbatch j takes rows j, j + m, ...: a batch split over the data-parallel axes stays split
+    # (its rows dimension is the one _buffer_sharding places there), no reshuffle.
+    micro = jnp.swapaxes(x.reshape((x.shape[0] // m, m) + x.shape[1:]), 0, 1)
+    buf_spec = _buffer_sharding((p,) + micro.shape[1:], mesh)
     stage_ids = jnp.arange(p)
 
     def step(carry, t):
@@ -155,7 +215,8 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
         valid = (u >= 0) & (mb < m)
         fresh = micro[jnp.clip(mb[0], 0, m - 1)]
         buf = buf.at[0].set(jnp.where(repeat[0] == 0, fresh, buf[0]))
-        weights = [jax.vmap(lambda w, r: w[r], in_axes=(1, 0))(w, jnp.clip(repeat, 0, v - 1)) for w in stacked]
+        weights = [jax.vmap(lambda w, r: w[r], in_axes=(1, 0))(w, jnp.clip(repeat, 0, v - 1))
+                   for w in weights_by_chunk]
         out = jax.vmap(stage)(weights, buf)
         done = valid[p - 1] & (repeat[p - 1] == v - 1)
         k = jnp.clip(mb[p - 1], 0, m - 1)
@@ -166,9 +227,5 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
         return (buf, outs), None
 
     buf0 = jnp.zeros((p,) + micro.shape[1:], x.dtype)
-    try:
-        (_, outs), _ = jax.lax.scan(step, (buf0, jnp.zeros_like(micro)), jnp.arange(steps))
-    finally:
-        for var, value in zip(graph.variables, saved):
-            _set_raw(var, value)
-    return outs.reshape(x.shape)
+    (_, outs), _ = jax.lax.scan(step, (buf0, jnp.zeros_like(micro)), jnp.arange(steps))
+    return jnp.swapaxes(outs, 0, 1).reshape(x.shape)

@@ -6,6 +6,9 @@ within 1e-5. The layouts' placements and the collectives XLA emits are
 checked against what the config says.
 """
 
+import dataclasses
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -19,9 +22,9 @@ CONFIG = LlamaConfig.from_preset("tiny", num_hidden_layers=4, vocab_size=64)
 VOCAB, EMBED, BATCH, SEQ = CONFIG.vocab_size, CONFIG.hidden_size, 8, 8
 
 
-def _build():
+def _build(scan=False):
     pdx.seed(7)
-    model = LlamaForCausalLM(CONFIG)
+    model = LlamaForCausalLM(dataclasses.replace(CONFIG, scan_layers=scan))
     # Momentum, not Adam: gradients of every layout agree with one device to ~5e-7,
     # but Adam divides by sqrt(v), so an element whose gradient is ~1e-9 (its digits
     # decided by reduction order) becomes a full-size step of either sign.
@@ -45,8 +48,8 @@ def _data():
     return tokens, np.roll(tokens, -1, axis=-1)
 
 
-def _run(config=None):
-    model, opt = _build()
+def _run(config=None, scan=False):
+    model, opt = _build(scan)
     tokens, labels = _data()
     mesh = None
     if config is not None:
@@ -86,16 +89,47 @@ LAYOUTS = {
 }
 
 
-@pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_layout_trains_like_one_device(layout, reference):
+def _stacked_names(state):
+    """Loop-mode names laid out as a LayerStack's: model.layers.<i>.<name> -> model.layers.<name>, stacked."""
+    out, groups = {}, {}
+    for name, value in state.items():
+        match = re.fullmatch(r"model\.layers\.(\d+)\.(.+)", name)
+        if match:
+            groups.setdefault(match[2], {})[int(match[1])] = value
+        else:
+            out[name] = value
+    for tail, by_index in groups.items():
+        out[f"model.layers.{tail}"] = np.stack([by_index[i] for i in sorted(by_index)])
+    return out
+
+
+def _check_like_reference(layout, model, losses, reference):
     ref_losses, ref_params = reference
-    model, _, losses = _run(parallel.HybridConfig(**LAYOUTS[layout]))
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
-    for name, value in model.state_dict().items():
+    state = model.state_dict()
+    if "model.layers.input_layernorm.weight" in state:  # stored stacked (scan_layers)
+        ref_params = _stacked_names(ref_params)
+    assert set(state) == set(ref_params)
+    for name, value in state.items():
         # per tensor, relative to its norm
         ref = ref_params[name]
         err = np.linalg.norm(np.asarray(value) - ref) / max(np.linalg.norm(ref), 1e-12)
         assert err < 1e-5, f"{layout}: {name} differs from the one-device run by {err:.2e} (relative)"
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_layout_trains_like_one_device(layout, reference):
+    model, _, losses = _run(parallel.HybridConfig(**LAYOUTS[layout]))
+    _check_like_reference(layout, model, losses, reference)
+
+
+# Layers stored stacked (a LayerStack): the pipeline reads each stage's layers where
+# they are kept; stage 3 shards the stacked weights like any other.
+@pytest.mark.parametrize("layout", ["pp2_dp4_gpipe", "pp2_dp4_interleaved", "pp2_mp2_sharding2",
+                                    "sharding8_stage3"])
+def test_stacked_layers_train_like_one_device(layout, reference):
+    model, _, losses = _run(parallel.HybridConfig(**LAYOUTS[layout]), scan=True)
+    _check_like_reference(layout + " (scan_layers)", model, losses, reference)
 
 
 def _spec(var):
@@ -131,10 +165,10 @@ def test_placements_follow_the_config():
     assert model.lm_head.weight.get_value().addressable_shards[0].data.shape == (EMBED // 8, VOCAB)
 
 
-def _compiled_step(layout, detail=False):
+def _compiled_step(layout, detail=False, scan=False):
     config = parallel.HybridConfig(**LAYOUTS[layout])
     mesh = config.mesh()
-    model, opt = _build()
+    model, opt = _build(scan)
     parallel.shard([model, opt], config, mesh=mesh)
     tokens, labels = _data()
     sharding = parallel.named_sharding(("batch", "seq"), tokens[0].shape, config, mesh)
@@ -170,6 +204,24 @@ def test_collectives_tensor_parallel_moves_activations_not_weights():
     # weights stay split: nothing gathered is as large as a weight matrix
     assert all(c.bytes < smallest_matrix for c in gathered), gathered
     assert sum(c.kind == "all-reduce" for c in found) >= 2  # row-parallel outputs, replicated-weight grads
+
+
+def test_stacked_layers_stay_on_their_stage():
+    model, opt = _build(scan=True)
+    parallel.shard([model, opt], parallel.HybridConfig(**LAYOUTS["pp2_dp4_gpipe"]))
+    gate = model.model.layers.block.mlp.gate_proj.weight.get_value()                 # (layers, embed, mlp)
+    assert _padded(gate.sharding.spec, 3) == ("pp", None, None)
+    assert gate.addressable_shards[0].data.shape == (CONFIG.num_hidden_layers // 2,) + gate.shape[1:]
+
+    model, opt = _build(scan=True)
+    parallel.shard([model, opt], parallel.HybridConfig(dp_degree=2, mp_degree=4))  # no pp: every layer everywhere
+    assert _padded(_spec(model.model.layers.block.mlp.gate_proj.weight), 3) == (None, None, "mp")
+
+    # GPipe reads each stage's layers where they are stored: no weight moves between devices
+    found = _compiled_step("pp2_dp4_gpipe", detail=True, scan=True)
+    one_stage_matrix = (CONFIG.num_hidden_layers // 2) * EMBED * CONFIG.intermediate_size * 4
+    assert not [c for c in found if c.kind == "all-to-all"], found
+    assert all(c.bytes < one_stage_matrix for c in found if c.kind == "all-gather"), found
 
 
 def test_config_errors_name_the_fix():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -11,9 +12,11 @@ import numpy as np
 # Linear weights are stored [out, in] by Hugging Face (torch) and [in, out] by Paddle and pdx.
 _LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
 _SKIP = ("rotary_emb.inv_freq",)
+_LAYER_NAME = re.compile(r"^(?P<head>model\.layers)\.(?P<index>\d+)\.(?P<tail>.+)$")
 
 
-def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None = None) -> dict:
+def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None = None,
+              stack_layers: bool = False) -> dict:
     """Hugging Face LLaMA state dict -> pdx LlamaForCausalLM state dict (numpy arrays).
 
     Args:
@@ -21,6 +24,9 @@ def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None
       name_map: optional hook applied to each Hugging Face name first; return
         the pdx name, or None to drop the tensor (for checkpoints with other
         prefixes, e.g. `lambda n: n.removeprefix("base_model.")`).
+      stack_layers: for a model built with `scan_layers=True`: stack
+        `model.layers.<i>.<name>` (i = 0..N-1) into `model.layers.<name>` of
+        shape (N, ...).
 
     Returns:
       name -> numpy array, ready for `model.set_state_dict`.
@@ -37,6 +43,26 @@ def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None
         if len(parts) >= 2 and parts[-1] == "weight" and parts[-2] in _LINEARS:
             array = array.T
         out[name] = np.ascontiguousarray(array)
+    return _stack_layers(out) if stack_layers else out
+
+
+def _stack_layers(state: dict) -> dict:
+    """`model.layers.<i>.<tail>` entries -> one `model.layers.<tail>` entry stacked over i."""
+    out, per_layer = {}, {}
+    for name, array in state.items():
+        match = _LAYER_NAME.match(name)
+        if match is None:
+            out[name] = array
+        else:
+            per_layer.setdefault(f"{match['head']}.{match['tail']}", {})[int(match["index"])] = array
+    count = max((max(by_index) + 1 for by_index in per_layer.values()), default=0)
+    for name, by_index in per_layer.items():
+        missing = sorted(set(range(count)) - set(by_index))
+        if missing:
+            head, tail = name.split(".", 2)[:2], name.split(".", 2)[2]
+            raise ValueError(f"hf_to_pdx(stack_layers=True): {'.'.join(head)}.<i>.{tail} is missing for layers "
+                             f"{missing[:8]} of {count}; a stacked model needs every layer's tensor")
+        out[name] = np.stack([by_index[i] for i in range(count)])
     return out
 
 
@@ -44,7 +70,8 @@ def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | Non
     """Load Hugging Face LLaMA `*.safetensors` (a file or a directory of shards) into `model`.
 
     Args:
-      model: a `LlamaForCausalLM` whose config matches the checkpoint.
+      model: a `LlamaForCausalLM` whose config matches the checkpoint (with
+        `scan_layers=True` the per-layer tensors are stacked, see `hf_to_pdx`).
       path: a `.safetensors` file or a directory holding `*.safetensors` shards.
       name_map: see `hf_to_pdx`.
       strict: raise when a parameter is missing or a tensor is left over.
@@ -67,7 +94,8 @@ def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | Non
     state = {}
     for f in files:
         state.update(load_file(f))
-    missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map))
+    stacked = bool(getattr(getattr(model, "config", None), "scan_layers", False))
+    missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map, stack_layers=stacked))
     if strict and (missing or unexpected):
         raise ValueError(f"load_hf_safetensors: the checkpoint does not match the model: missing {missing[:8]}, "
                          f"unexpected {unexpected[:8]}; check the config (layers, tie_word_embeddings) or pass "

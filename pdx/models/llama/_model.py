@@ -1,7 +1,9 @@
 """LLaMA-style decoder: RMSNorm, rotary position embeddings, SwiGLU, grouped-query attention.
 
 State-dict names follow Hugging Face's `LlamaForCausalLM` (`model.layers.0.self_attn.q_proj.weight`),
-with Paddle's `[in, out]` Linear weights (see `_hf.py` for the import).
+with Paddle's `[in, out]` Linear weights (see `_hf.py` for the import). With `scan_layers=True` the
+decoder layers are one `pdx.nn.LayerStack`: names lose the layer index and gain a leading layer
+dimension (`model.layers.self_attn.q_proj.weight`, shape (num_layers, in, out)).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import jax.numpy as jnp
 import pdx.nn.functional as F
 from pdx import kernels
 from pdx.models.llama._config import LlamaConfig
-from pdx.nn import Embedding, Layer, LayerList, Linear, ParamAttr, RMSNorm, axes
+from pdx.nn import Embedding, Layer, LayerList, LayerStack, Linear, ParamAttr, RMSNorm, axes
 from pdx.parallel import run_layers
 from pdx.nn.initializer import Normal
 
@@ -108,14 +110,20 @@ class LlamaDecoderLayer(Layer):
 
 
 class LlamaModel(Layer):
-    """Token embedding, decoder layers, final RMSNorm -> hidden states (B, S, hidden)."""
+    """Token embedding, decoder layers, final RMSNorm -> hidden states (B, S, hidden).
+
+    `layers` is a `LayerList` (one Hugging Face name per layer, run in a
+    Python loop) or, with `config.scan_layers`, a `LayerStack` (weights
+    stored stacked, run with one `lax.scan`).
+    """
 
     def __init__(self, config: LlamaConfig, *, rngs=None):
         super().__init__()
         self.config = config
         self.embed_tokens = Embedding(config.vocab_size, config.hidden_size,
                                       weight_attr=ParamAttr(initializer=Normal(0.0, 0.02)), rngs=rngs)
-        self.layers = LayerList([LlamaDecoderLayer(config, rngs=rngs) for _ in range(config.num_hidden_layers)])
+        layers = [LlamaDecoderLayer(config, rngs=rngs) for _ in range(config.num_hidden_layers)]
+        self.layers = LayerStack(layers) if config.scan_layers else LayerList(layers)
         self.norm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
 
     def forward(self, input_ids, positions=None):
@@ -132,6 +140,9 @@ class LlamaModel(Layer):
         positions = index + jnp.arange(input_ids.shape[-1])[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
+        if isinstance(self.layers, LayerStack):  # cache: (keys, values), each (L, B, T, kv_heads, head_dim)
+            x, new_cache = self.layers.scan(lambda layer, h, c: layer.decode(h, cos, sin, c, index), x, cache)
+            return self.norm(x), new_cache
         new_cache = []
         for layer, layer_cache in zip(self.layers, cache):
             x, layer_cache = layer.decode(x, cos, sin, layer_cache, index)
@@ -175,12 +186,18 @@ class LlamaForCausalLM(Layer):
         return self.head(self.model(input_ids, positions))
 
     def init_cache(self, batch_size: int, max_length: int, dtype=jnp.float32):
-        """An empty KV cache: per layer (keys, values), each (B, max_length, kv_heads, head_dim)."""
+        """An empty KV cache: per layer (keys, values), each (B, max_length, kv_heads, head_dim).
+
+        With `scan_layers` the layers' caches are stacked instead: one (keys,
+        values) pair, each (num_layers, B, max_length, kv_heads, head_dim).
+        """
         c = self.config
         if max_length > c.max_position_embeddings:
             raise ValueError(f"init_cache: max_length={max_length} exceeds max_position_embeddings="
                              f"{c.max_position_embeddings}; shorten the prompt or max_new_tokens")
         shape = (batch_size, max_length, c.num_key_value_heads, c.head_dim)
+        if c.scan_layers:
+            return (jnp.zeros((c.num_hidden_layers,) + shape, dtype), jnp.zeros((c.num_hidden_layers,) + shape, dtype))
         return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.num_hidden_layers)]
 
     def decode(self, input_ids, cache, index):
