@@ -15,7 +15,8 @@ _FIELD_HELP = {
     "rms_norm_eps": "RMSNorm epsilon",
     "rope_theta": "RoPE base frequency",
     "tie_word_embeddings": "share the embedding matrix with the LM head",
-    "scan_layers": "run the decoder layers with one lax.scan (compile time independent of depth)",
+    "scan_layers": "store the decoder layers stacked (pdx.nn.LayerStack: names model.layers.<name>, shape "
+                   "(layers, ...)) and run them with one lax.scan (compile time independent of depth)",
     "recompute": "activation recompute policy per layer: None, 'full', 'dots', 'dots_with_no_batch_dims'",
     "attention_impl": "kernel dispatch for attention: 'auto', 'pallas', 'xla', 'cudnn'",
 }
