@@ -114,6 +114,41 @@ def traced_while(x):
     return x.sum()
 
 
+def closure_list(x):
+    outs = []
+
+    def inner(v):
+        if v.sum() > 0:  # MARK
+            outs.append(v)
+
+    inner(x)
+    return outs
+
+
+class _LoopBN(pdx.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.bn = pdx.nn.BatchNorm1D(2)
+
+    def forward(self, xs):
+        h = xs[0]
+        for x_t in xs:  # MARK
+            h = self.bn(x_t + h)
+        return h
+
+
+def test_closure_list_changed_under_traced_if():
+    with pytest.raises(Dy2StaticError) as e:
+        pdx.jit(closure_list)(jnp.ones(2))
+    _check(e, closure_list, "# MARK", "list 'outs' belongs to an enclosing function")
+
+
+def test_layer_state_changed_in_compiled_loop():
+    with pytest.raises(Dy2StaticError) as e:
+        pdx.jit(_LoopBN())(jnp.ones((3, 4, 2)))
+    _check(e, _LoopBN.forward, "# MARK", "BatchNorm running statistics", "eval()")
+
+
 def test_branch_shapes_differ():
     with pytest.raises(Dy2StaticError) as e:
         pdx.jit(shape_mismatch)(jnp.ones(2))

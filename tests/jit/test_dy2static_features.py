@@ -8,7 +8,7 @@ import pytest
 
 import pdx
 from pdx import nn
-from pdx.jit._dy2static import _convert
+from pdx.jit import _dy2static
 
 
 def branchy_loss(x):
@@ -167,14 +167,16 @@ def test_converted_once_and_not_per_call(monkeypatch):
     def f(x):
         return x + 1 if x.sum() > 0 else x - 1
 
+    count = []
+    real = _dy2static.converted_call
+    monkeypatch.setattr(_dy2static, "converted_call", lambda g: count.append(g) or real(g))
     sf = pdx.jit(f)
     sf(jnp.ones(2))
-    count = []
-    real = _convert.converted_call
-    monkeypatch.setattr(_convert, "converted_call", lambda g: count.append(g) or real(g))
+    assert count == [f]  # converted on the first call
     for _ in range(3):
         sf(jnp.ones(2))
-    assert count == [] and sf.cache_size() == 1
+    sf(-jnp.ones(2))  # the other branch: same executable
+    assert count == [f] and sf.cache_size() == 1
 
 
 def test_python_conditions_keep_python_semantics():
@@ -223,3 +225,20 @@ def test_layer_state_changed_inside_traced_branch():
         np.testing.assert_allclose(net.bn._mean[...], ref.bn._mean[...], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(net.bn._variance[...], ref.bn._variance[...], rtol=1e-5, atol=1e-6)
     assert taken == {True, False}
+
+
+def test_falls_back_to_unconverted_when_only_conversion_fails(monkeypatch):
+    def f(x):
+        return x * 3
+
+    real = _dy2static.converted_call
+
+    def broken(fn):
+        if fn is f:
+            return lambda *a: (_ for _ in ()).throw(RuntimeError("converted code failed"))
+        return real(fn)
+
+    monkeypatch.setattr(_dy2static, "converted_call", broken)
+    np.testing.assert_allclose(pdx.jit(f)(jnp.ones(2)), [3.0, 3.0])
+    with pytest.raises(RuntimeError, match="converted code failed"):
+        pdx.jit(f, full_graph=True)(jnp.ones(2))
