@@ -334,7 +334,12 @@ class StaticFunction:
     def _static_code(self) -> Callable:
         """The function with Python control flow converted (once per StaticFunction)."""
         if self._converted is None:
-            self._converted = _dy2static.converted_call(self.dygraph_function)
+            fn = self.dygraph_function
+            converted = _dy2static.converted_call(fn)
+            # pdx/JAX functions come back wrapped for their function arguments; the
+            # entry point itself gets its arguments from pdx.jit, so use it as is.
+            library = isinstance(converted, functools.partial) and converted.args and converted.args[0] is fn
+            self._converted = fn if library else converted
         return self._converted
 
     # -- the traced body ----------------------------------------------------------------
