@@ -16,13 +16,24 @@ Example:
 import sys
 import types
 
+from pdx.jit._dy2static import Dy2StaticError, get_code, max_iterations
 from pdx.jit._input_spec import InputSpec
-from pdx.jit._dy2static import get_code, max_iterations
 from pdx.jit._static_function import StaticFunction, enable_to_static, not_to_static, to_static
 from pdx.export._translated import TranslatedLayer, load, save  # noqa: E402 (needs pdx.jit above)
 
-__all__ = ["InputSpec", "StaticFunction", "TranslatedLayer", "enable_to_static", "load", "not_to_static", "save",
-           "to_static"]
+__all__ = [
+    "Dy2StaticError",
+    "InputSpec",
+    "StaticFunction",
+    "TranslatedLayer",
+    "enable_to_static",
+    "get_code",
+    "load",
+    "max_iterations",
+    "not_to_static",
+    "save",
+    "to_static",
+]
 
 
 class _CallableModule(types.ModuleType):
