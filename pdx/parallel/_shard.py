@@ -18,6 +18,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from pdx.nn import axes
 from pdx.parallel._config import HybridConfig
 
 SHARDING_KEY = "pdx_sharding"
@@ -54,14 +55,20 @@ def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
     return PartitionSpec(*out)
 
 
-def zero_spec(spec: PartitionSpec, shape, mesh: Mesh) -> PartitionSpec:
-    """`spec` with the ZeRO "sharding" axis added on the largest free dimension it divides."""
+def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None) -> PartitionSpec:
+    """`spec` with the ZeRO "sharding" axis added on the largest free dimension it divides.
+
+    A stacked-layers dimension (logical name "layers") is skipped: split there,
+    every step of a scan over the layers would gather a whole layer.
+    """
     degree = mesh.shape.get("sharding", 1)
     entries = list(spec) + [None] * (len(shape) - len(spec))
     flat = [a for e in entries for a in ((e,) if isinstance(e, str) else (e or ()))]
     if degree == 1 or "sharding" in flat:
         return PartitionSpec(*entries)
-    free = [i for i, e in enumerate(entries) if e is None and shape[i] % degree == 0]
+    names = tuple(logical_names) if logical_names is not None else (None,) * len(shape)
+    free = [i for i, e in enumerate(entries)
+            if e is None and shape[i] % degree == 0 and names[i] != axes.LAYERS]
     if not free:
         return PartitionSpec(*entries)
     dim = max(free, key=lambda i: shape[i])
@@ -146,12 +153,14 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
             if not hasattr(value, "shape"):
                 continue
             shape = tuple(value.shape)
-            spec = logical_to_spec(_logical_names(var), shape, mesh, rules)
+            names = _logical_names(var)
+            spec = logical_to_spec(names, shape, mesh, rules)
+            zero = zero_spec(spec, shape, mesh, names)
             if isinstance(var, nnx.OptArray):  # optimizer moments and master weights
-                _place(var, NamedSharding(mesh, zero_spec(spec, shape, mesh)))
+                _place(var, NamedSharding(mesh, zero))
             elif isinstance(var, nnx.Param):
-                param_spec = zero_spec(spec, shape, mesh) if stage == 3 else spec
-                grad_spec = zero_spec(spec, shape, mesh) if stage >= 2 else param_spec
+                param_spec = zero if stage == 3 else spec
+                grad_spec = zero if stage >= 2 else param_spec
                 _place(var, NamedSharding(mesh, param_spec), NamedSharding(mesh, grad_spec))
             else:
                 _place(var, NamedSharding(mesh, spec))
