@@ -78,6 +78,7 @@ CASES = {
     "AdaptiveMaxPool2D": (lambda: nn.AdaptiveMaxPool2D(2), [A4]),
     "AdaptiveMaxPool3D": (lambda: nn.AdaptiveMaxPool3D(1), [(1, 4, 2, 3, 2)]),
     "Sequential": (lambda: nn.Sequential(nn.Linear(5, 3, weight_attr=ZERO), nn.ReLU()), [(2, 4, 5)]),
+    "LayerStack": (lambda: nn.LayerStack([nn.Linear(5, 5, weight_attr=ZERO) for _ in range(2)]), [(2, 4, 5)]),
     "MultiHeadAttention": (lambda: nn.MultiHeadAttention(D, 2, dropout=0.3, weight_attr=ZERO, rngs=_key()),
                            [(2, 3, D)]),
     "TransformerEncoderLayer": (_enc, [(2, 5, D)]),
@@ -109,7 +110,7 @@ def test_every_public_layer_is_in_the_contract():
 
 
 def test_every_layer_takes_keyword_only_rngs():
-    for name in set(_public_layer_classes()) - NOT_CALLABLE - {"Sequential", "Identity"}:
+    for name in set(_public_layer_classes()) - NOT_CALLABLE - {"Sequential", "Identity", "LayerStack"}:
         param = inspect.signature(getattr(nn, name).__init__).parameters.get("rngs")
         assert param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY, name
         assert param.default is None, name
