@@ -55,3 +55,20 @@ def test_config_flags_and_presets(recipe):
     tiny = LlamaConfig.from_preset("tiny")
     n = tiny.num_params() - tiny.vocab_size * tiny.hidden_size
     assert recipe.flops_per_token(tiny, 64) == 6 * n + 12 * tiny.num_hidden_layers * tiny.hidden_size * 64
+
+
+def test_runs_under_pdx_launch_with_tensor_parallel(tmp_path):
+    import subprocess
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    log = tmp_path / "metrics.jsonl"
+    cmd = [sys.executable, "-m", "pdx.cli", "launch", "--nproc_per_node", "2", "--devices_per_proc", "2",
+           "--log_dir", str(tmp_path / "log"), RECIPE, "--steps", "8", "--log_every", "4", "--eval_every", "0",
+           "--eval_batches", "1", "--mp", "2", "--batch_size", "8", "--seq_len", "32", "--layers", "1",
+           "--log_file", str(log)]
+    result = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = [json.loads(line) for line in log.read_text().splitlines()]  # written by rank 0 only
+    assert [r["step"] for r in records if "loss" in r] == [4, 8]
+    assert any("perplexity" in r for r in records)
