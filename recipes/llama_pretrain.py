@@ -45,6 +45,7 @@ class PretrainConfig:
     warmup_steps: int = dataclasses.field(default=20, metadata={"help": "linear warmup steps before cosine decay"})
     weight_decay: float = dataclasses.field(default=0.1, metadata={"help": "AdamW weight decay"})
     grad_clip: float = dataclasses.field(default=1.0, metadata={"help": "global-norm gradient clip (0 = off)"})
+    ce_chunk: int = dataclasses.field(default=8192, metadata={"help": "vocabulary chunk of the fused head + cross-entropy (0 = build full logits)"})
     dtype: str = dataclasses.field(default="float32", metadata={"help": "parameter dtype: float32 or bfloat16"})
     seed: int = dataclasses.field(default=0, metadata={"help": "seed for parameters and batch order"})
     layers: int = dataclasses.field(default=0, metadata={"help": "override the preset's layer count (0 = keep)"})
@@ -128,9 +129,7 @@ def main(argv=None) -> int:
 
     rank, world = pdx.parallel.init()
     import jax
-    import jax.numpy as jnp
 
-    import pdx.nn.functional as F
     from pdx.models.llama import LlamaConfig, LlamaForCausalLM
 
     overrides = dict(scan_layers=config.scan_layers, recompute=config.recompute or None)
@@ -157,12 +156,12 @@ def main(argv=None) -> int:
                               grad_clip=clip, multi_precision=config.dtype != "float32")
     pdx.parallel.shard([model, opt], hybrid, mesh=mesh)
 
+    chunk = config.ce_chunk or None
+
     @pdx.jit
     def train_step(model, opt, batch):
         def loss_fn(m):
-            logits = m(batch[:, :-1])
-            return F.cross_entropy(logits.reshape([-1, logits.shape[-1]]).astype(jnp.float32),
-                                   batch[:, 1:].reshape([-1]))
+            return m.loss(batch[:, :-1], batch[:, 1:], chunk_size=chunk)
 
         loss, grads = pdx.value_and_grad(loss_fn)(model)
         opt.step(grads)
@@ -171,8 +170,7 @@ def main(argv=None) -> int:
 
     @pdx.jit
     def eval_loss(model, batch):
-        logits = model(batch[:, :-1])
-        return F.cross_entropy(logits.reshape([-1, logits.shape[-1]]).astype(jnp.float32), batch[:, 1:].reshape([-1]))
+        return model.loss(batch[:, :-1], batch[:, 1:], chunk_size=chunk)
 
     tokens = load_tokens(config.data)
     split = int(len(tokens) * 0.95)

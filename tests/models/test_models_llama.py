@@ -183,3 +183,17 @@ def test_config_errors():
     with pytest.raises(ValueError, match="max_position_embeddings"):
         LlamaForCausalLM(_pdx_config()).generate(jnp.ones((1, 60), jnp.int32), max_new_tokens=10)
     assert LlamaConfig.from_preset("7b").num_params() == pytest.approx(6.74e9, rel=0.01)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 32])
+def test_loss_matches_transformers_with_ignored_labels(tmp_path, chunk_size):
+    hf = _hf_model()
+    model = _imported(hf, tmp_path)
+    ids = np.random.default_rng(2).integers(0, 96, (2, 10))
+    labels = ids.copy()
+    labels[0, 4:7] = -100  # padding-like positions
+    with torch.no_grad():  # HF shifts inside: position t predicts labels[t + 1]
+        ref = float(hf(torch.tensor(ids), labels=torch.tensor(labels)).loss)
+    shifted = np.concatenate([labels[:, 1:], np.full((2, 1), -100)], axis=1)
+    got = float(model.loss(jnp.asarray(ids, jnp.int32), jnp.asarray(shifted, jnp.int32), chunk_size=chunk_size))
+    np.testing.assert_allclose(got, ref, rtol=1e-5)

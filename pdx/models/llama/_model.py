@@ -185,6 +185,38 @@ class LlamaForCausalLM(Layer):
     def forward(self, input_ids, positions=None):
         return self.head(self.model(input_ids, positions))
 
+    def loss(self, input_ids, labels, *, chunk_size: int | None = 8192, ignore_index: int = -100):
+        """Next-token cross-entropy of `labels` (B, S) given `input_ids` (B, S), averaged
+        over the tokens whose label is not `ignore_index` (the language-model
+        convention; Paddle's `F.cross_entropy` mean divides by all tokens).
+
+        With `chunk_size`, the head and the loss run fused over vocabulary
+        chunks (`pdx.kernels.linear_softmax_cross_entropy`): the (B*S, vocab)
+        logits are never built, which is most of the activation memory at a
+        128k vocabulary. `chunk_size=None` computes the logits and
+        `F.cross_entropy`.
+
+        Example:
+          >>> import jax.numpy as jnp, pdx
+          >>> from pdx.models.llama import LlamaForCausalLM
+          >>> ids = jnp.zeros((2, 8), jnp.int32)
+          >>> float(LlamaForCausalLM("tiny").loss(ids, ids, chunk_size=64)) > 0
+          True
+        """
+        hidden = self.model(input_ids)
+        labels = labels.reshape(-1)
+        if chunk_size is None:
+            logits = self.head(hidden).astype(jnp.float32)
+            per_token = F.cross_entropy(logits.reshape([-1, logits.shape[-1]]), labels, ignore_index=ignore_index,
+                                        reduction="none").reshape(-1)
+        else:
+            weight = (self.model.embed_tokens.weight[...].T if self.config.tie_word_embeddings
+                      else self.lm_head.weight[...])
+            per_token = kernels.linear_softmax_cross_entropy(hidden.reshape(-1, hidden.shape[-1]), weight, labels,
+                                                             ignore_index=ignore_index, chunk_size=chunk_size)
+        kept = (labels != ignore_index).astype(jnp.float32)
+        return per_token.sum() / jnp.maximum(kept.sum(), 1.0)
+
     def init_cache(self, batch_size: int, max_length: int, dtype=jnp.float32):
         """An empty KV cache: per layer (keys, values), each (B, max_length, kv_heads, head_dim).
 
