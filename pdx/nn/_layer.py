@@ -137,6 +137,23 @@ _PLAIN_LIST_OF_LAYERS = (
 )
 
 
+def restore_attribute_order(src, dst) -> None:
+    """Give `dst` (a deep copy of `src`) src's attribute order, recursively.
+
+    deepcopy and nnx.clone go through nnx's graph merge, which recreates
+    attributes in sorted order; definition order is what state_dict(), named_parameters()
+    and repr show (and what Paddle shows).
+    """
+    order = {name: i for i, name in enumerate(vars(src))}
+    attrs = vars(dst)
+    items = sorted(attrs.items(), key=lambda kv: order.get(kv[0], len(order)))
+    attrs.clear()
+    attrs.update(items)
+    for name, value in vars(src).items():
+        if isinstance(value, nnx.Module) and isinstance(attrs.get(name), nnx.Module):
+            restore_attribute_order(value, attrs[name])
+
+
 class Layer(nnx.Module):
     """Base class of all pdx layers (Paddle's `paddle.nn.Layer`).
 

@@ -25,7 +25,7 @@ from flax import nnx
 
 from pdx._graph import Graph, _set_raw, run_with_values
 from pdx.nn import axes
-from pdx.nn._layer import Layer
+from pdx.nn._layer import Layer, restore_attribute_order
 
 __all__ = ["LayerStack", "scan_values"]
 
@@ -45,26 +45,9 @@ def check_identical(layers: Sequence, who: str) -> None:
 
 
 def _copy(layer):
-    """A copy of `layer` with new Variables, attributes in the original's order.
-
-    nnx.clone rebuilds attributes sorted by name; Paddle names state-dict
-    entries in definition order, so the copy's attribute order is restored.
-    """
+    """A copy of `layer` with new Variables, attributes in the original's (definition) order."""
     copy = nnx.clone(layer)
-
-    def reorder(orig, new):
-        if not isinstance(orig, nnx.Module):
-            return
-        order = {name: i for i, name in enumerate(vars(orig))}
-        attrs = vars(new)
-        items = sorted(attrs.items(), key=lambda kv: order.get(kv[0], len(order)))
-        attrs.clear()
-        attrs.update(items)
-        for name, value in vars(orig).items():
-            if isinstance(value, nnx.Module) and isinstance(attrs.get(name), nnx.Module):
-                reorder(value, attrs[name])
-
-    reorder(layer, copy)
+    restore_attribute_order(layer, copy)
     return copy
 
 

@@ -23,7 +23,7 @@ from pdx.nn import axes
 from pdx.nn._common import RngState, attr_list, init_rng_state, is_int, layer_error, next_rng
 from pdx.nn._container import LayerList
 from pdx.nn._dropout import Dropout
-from pdx.nn._layer import Layer, as_rngs
+from pdx.nn._layer import Layer, as_rngs, restore_attribute_order
 from pdx.nn._linear import Linear
 from pdx.nn._norm import LayerNorm
 from pdx.ops._common import as_array
@@ -278,23 +278,6 @@ class TransformerEncoderLayer(Layer):
         return self.self_attn.gen_cache(src, type=MultiHeadAttention.Cache)
 
 
-def _restore_order(src, dst) -> None:
-    """Give `dst` (a deep copy of `src`) src's attribute order, recursively.
-
-    deepcopy goes through nnx's graph merge, which recreates attributes in
-    sorted order; definition order is what state_dict(), named_parameters()
-    and repr show (and what Paddle shows).
-    """
-    order = {name: i for i, name in enumerate(vars(src))}
-    attrs = vars(dst)
-    items = sorted(attrs.items(), key=lambda kv: order.get(kv[0], len(order)))
-    attrs.clear()
-    attrs.update(items)
-    for name, value in vars(src).items():
-        if isinstance(value, nnx.Module) and isinstance(attrs.get(name), nnx.Module):
-            _restore_order(value, attrs[name])
-
-
 def _stack(layer: Layer, num_layers, rngs, owner: str) -> LayerList:
     """`layer` plus num_layers - 1 deep copies with the same initial parameters.
 
@@ -306,7 +289,7 @@ def _stack(layer: Layer, num_layers, rngs, owner: str) -> LayerList:
     layers = [layer]
     for _ in range(num_layers - 1):
         clone = copy.deepcopy(layer)
-        _restore_order(layer, clone)
+        restore_attribute_order(layer, clone)
         for _, node in nnx.iter_graph(clone):
             if isinstance(node, RngState):
                 node.set_value(rngs.dropout() if rngs is not None else _random.next_key(None, op=owner))
