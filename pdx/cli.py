@@ -6,6 +6,7 @@
     pdx export ...         export a model to a StableHLO artifact (XLA, IREE targets)
     pdx serve ...          serve an exported artifact over HTTP
     pdx launch ...         start a multi-process job on jax.distributed
+    pdx coverage ...       Paddle API coverage: each paddle name implemented / alias / different / missing
 
 Each subcommand lives in the subpackage it belongs to, as a module with
 `configure(parser)`: it adds its arguments (or its own sub-subcommands) and
@@ -32,6 +33,7 @@ _COMMANDS = {
     "export": ("pdx.export._cli", "export a model to a StableHLO artifact"),
     "serve": ("pdx.export._serve_cli", "serve an exported artifact over HTTP"),
     "launch": ("pdx.parallel._launch", "start N processes of a script on jax.distributed"),
+    "coverage": ("pdx._coverage", "which names of the installed paddle's API pdx has (implemented/alias/different/missing)"),
 }
 
 

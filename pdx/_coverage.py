@@ -1,0 +1,281 @@
+"""Paddle API coverage: which public names of the installed paddle pdx has.
+
+`pdx coverage` walks the public names of each paddle module (its `__all__`,
+plus the public classes and functions paddle leaves out of `__all__` for the
+top level, `paddle.nn` and `paddle.nn.functional`) and the public methods of
+`paddle.Tensor`, and gives each one pdx status:
+
+* ``implemented`` — pdx has the name in the matching module (for Tensor
+  methods: the method exists on `jax.Array` once pdx is imported);
+* ``alias`` — implemented, and the object is the same as another public name
+  of the module (`nn.Conv2d is nn.Conv2D`);
+* ``in-place`` — Paddle's in-place form (`relu_`, `add_`): pdx tensors are
+  immutable `jax.Array`s; where pdx defines the name it raises an error naming
+  the functional form. Counted apart, outside the coverage percentage;
+* ``different`` — deliberately not the same, with the reason from
+  `DIFFERENCES` (the one table of them);
+* ``missing`` — not there yet.
+
+Coverage of a module is (implemented + alias) / (names - in-place).
+
+Example:
+    $ pdx coverage                      # the summary table
+    $ pdx coverage --missing paddle.nn  # and the names still missing there
+    $ pdx coverage --json report.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import types
+from typing import NamedTuple
+
+__all__ = ["DIFFERENCES", "MODULES", "ModuleReport", "report", "configure"]
+
+# paddle module -> pdx module ("paddle.Tensor" is the method table of a tensor).
+MODULES: dict[str, str] = {
+    "paddle": "pdx",
+    "paddle.Tensor": "jax.Array",
+    "paddle.nn": "pdx.nn",
+    "paddle.nn.functional": "pdx.nn.functional",
+    "paddle.nn.initializer": "pdx.nn.initializer",
+    "paddle.linalg": "pdx.linalg",
+    "paddle.fft": "pdx.fft",
+    "paddle.signal": "pdx.signal",
+    "paddle.special": "pdx.special",
+    "paddle.distribution": "pdx.distribution",
+    "paddle.sparse": "pdx.sparse",
+    "paddle.sparse.nn": "pdx.sparse.nn",
+    "paddle.sparse.nn.functional": "pdx.sparse.nn.functional",
+    "paddle.geometric": "pdx.geometric",
+    "paddle.autograd": "pdx.autograd",
+    "paddle.device": "pdx.device",
+    "paddle.utils": "pdx.utils",
+    "paddle.optimizer": "pdx.optimizer",
+    "paddle.optimizer.lr": "pdx.optimizer.lr",
+    "paddle.regularizer": "pdx.regularizer",
+    "paddle.amp": "pdx.amp",
+    "paddle.jit": "pdx.jit",
+    "paddle.static": "pdx.static",
+    "paddle.io": "pdx.io",
+    "paddle.metric": "pdx.metric",
+    "paddle.callbacks": "pdx.callbacks",
+    "paddle.vision.transforms": "pdx.vision.transforms",
+    "paddle.vision.models": "pdx.vision.models",
+    "paddle.vision.datasets": "pdx.vision.datasets",
+    "paddle.distributed": "pdx.distributed",
+    "paddle.quantization": "pdx.quantization",
+    "paddle.text": "pdx.text",
+}
+
+# Modules whose __all__ leaves out public names users call (paddle.set_device, nn.HuberLoss, F.pdist, ...).
+_READ_DIR = {"paddle", "paddle.nn", "paddle.nn.functional"}
+
+# Names paddle exposes that are its own machinery, not API: never counted.
+_INTERNAL_PREFIXES = ("monkey_patch_", "FLAGS_")
+_INTERNAL = {"original_init", "new_init", "IrGuard", "ir_guard", "use_compat_guard", "async_save",
+             "clear_async_save_task_queue", "sdp_kernel"}
+
+_INPLACE_REASON = ("in-place: pdx tensors are immutable jax.Arrays; use the functional form "
+                   "(x = op(x)); pdx raises an error naming it")
+
+# The one table of deliberate differences: full paddle name -> why pdx differs.
+DIFFERENCES: dict[str, str] = {
+    "paddle.enable_static": "pdx has one mode: eager ops, compiled on request with pdx.jit; raises and says so",
+    "paddle.Tensor.backward": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad; raises and says so",
+    "paddle.Tensor.grad": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad",
+    "paddle.Tensor.gradient": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad",
+    "paddle.Tensor.clear_grad": "no tape: nothing stores gradients",
+    "paddle.Tensor.clear_gradient": "no tape: nothing stores gradients",
+    "paddle.Tensor.register_hook": "no tape: transform gradients in the function passed to pdx.grad",
+}
+
+
+class Entry(NamedTuple):
+    """One paddle name: its status in pdx and, for `different` / `in-place`, why."""
+
+    status: str
+    reason: str = ""
+
+
+class ModuleReport(NamedTuple):
+    """The status of every public name of one paddle module."""
+
+    paddle: str
+    pdx: str
+    names: dict[str, Entry]
+
+    def count(self, status: str) -> int:
+        return sum(e.status == status for e in self.names.values())
+
+    @property
+    def coverage(self) -> float:
+        """(implemented + alias) / (names - in-place); 1.0 for a module with nothing to cover."""
+        total = len(self.names) - self.count("in-place")
+        return (self.count("implemented") + self.count("alias")) / total if total else 1.0
+
+
+def _public_names(module_name: str, module) -> list[str]:
+    names = set(getattr(module, "__all__", ()))
+    if module_name in _READ_DIR or not names:
+        for n in dir(module):
+            obj = getattr(module, n, None)
+            if (not n.startswith("_") and isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+                    and getattr(obj, "__module__", "").startswith("paddle")):
+                names.add(n)
+    return sorted(n for n in names if n not in _INTERNAL and not n.startswith(_INTERNAL_PREFIXES)
+                  and not isinstance(getattr(module, n, None), types.ModuleType))
+
+
+def _tensor_names(paddle) -> list[str]:
+    return sorted(n for n in dir(paddle.Tensor) if not n.startswith("_"))
+
+
+def _pdx_lookup(pdx_name: str):
+    """name -> object for the pdx side (None for a module pdx does not have)."""
+    if pdx_name == "jax.Array":
+        import jax.numpy as jnp
+
+        import pdx  # noqa: F401  (registers the Tensor methods)
+
+        sample = jnp.zeros((2, 2))
+
+        def has(n):
+            try:
+                return getattr(sample, n)
+            except Exception:  # a property that raises (e.g. .grad) still exists
+                return True if n in dir(type(sample)) else None
+        return has
+    try:
+        module = importlib.import_module(pdx_name)
+    except ImportError:
+        return None
+    return lambda n: getattr(module, n, None)
+
+
+def _is_alias(obj, name: str, module) -> bool:
+    if module is None or isinstance(obj, (bool, int, float, str)) or obj is None:
+        return False
+    return any(other != name and not other.startswith("_") and getattr(module, other, None) is obj
+               for other in getattr(module, "__all__", dir(module)))
+
+
+def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
+    if paddle_name == "paddle.Tensor":
+        names, paddle_module = _tensor_names(paddle), None
+    else:
+        paddle_module = importlib.import_module(paddle_name)
+        names = _public_names(paddle_name, paddle_module)
+    lookup = _pdx_lookup(pdx_name)
+    pdx_module = None
+    if pdx_name != "jax.Array" and lookup is not None:
+        pdx_module = importlib.import_module(pdx_name)
+    entries = {}
+    for n in names:
+        full = f"{paddle_name}.{n}"
+        if full in DIFFERENCES:
+            entries[n] = Entry("different", DIFFERENCES[full])
+        elif n.endswith("_") and not n.endswith("__"):
+            entries[n] = Entry("in-place", _INPLACE_REASON)
+        else:
+            obj = lookup(n) if lookup is not None else None
+            if obj is None:
+                entries[n] = Entry("missing")
+            elif _is_alias(obj, n, pdx_module) or (
+                    paddle_module is not None and _is_alias(getattr(paddle_module, n, None), n, paddle_module)):
+                entries[n] = Entry("alias")
+            else:
+                entries[n] = Entry("implemented")
+    return ModuleReport(paddle_name, pdx_name, entries)
+
+
+def report(modules: list[str] | None = None) -> dict[str, ModuleReport]:
+    """Coverage of each paddle module (default: all of `MODULES`) by pdx.
+
+    Requires the paddlepaddle package (the names are read from it).
+
+    Example:
+        >>> r = report(["paddle.nn"])                       # doctest: +SKIP
+        >>> r["paddle.nn"].coverage >= 0.9                   # doctest: +SKIP
+        True
+    """
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    try:
+        import paddle
+    except ImportError:
+        raise RuntimeError("pdx coverage reads the public names from paddle: pip install paddlepaddle") from None
+    unknown = [m for m in modules or () if m not in MODULES]
+    if unknown:
+        raise ValueError(f"modules={unknown} are not covered; choose from {sorted(MODULES)}")
+    return {m: _module_report(paddle, m, MODULES[m]) for m in (modules or MODULES)}
+
+
+def _as_json(reports: dict[str, ModuleReport]) -> dict:
+    import paddle
+
+    import pdx
+
+    return {
+        "paddle_version": paddle.__version__,
+        "pdx_version": pdx.__version__,
+        "modules": {
+            m: {"pdx": r.pdx, "coverage": round(r.coverage, 4),
+                "counts": {s: r.count(s) for s in ("implemented", "alias", "different", "in-place", "missing")},
+                "names": {n: ({"status": e.status, "reason": e.reason} if e.reason else {"status": e.status})
+                          for n, e in r.names.items()}}
+            for m, r in reports.items()},
+    }
+
+
+def _table(reports: dict[str, ModuleReport]) -> str:
+    head = f"{'paddle module':<28} {'names':>5} {'impl':>5} {'alias':>5} {'diff':>5} {'inpl':>5} {'miss':>5} {'cover':>7}"
+    rows = [head, "-" * len(head)]
+    for m, r in reports.items():
+        rows.append(f"{m:<28} {len(r.names):>5} {r.count('implemented'):>5} {r.count('alias'):>5} "
+                    f"{r.count('different'):>5} {r.count('in-place'):>5} {r.count('missing'):>5} "
+                    f"{100 * r.coverage:>6.1f}%")
+    return "\n".join(rows)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """`pdx coverage`: arguments and `func`."""
+    parser.add_argument("modules", nargs="*", metavar="MODULE",
+                        help="paddle modules to report (default: all), e.g. paddle.nn paddle.Tensor")
+    parser.add_argument("--missing", action="store_true", help="also list each module's missing names")
+    parser.add_argument("--different", action="store_true", help="also list the deliberate differences and why")
+    parser.add_argument("--json", metavar="FILE", help="write the full report (every name) as JSON ('-' = stdout)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        reports = report(args.modules or None)
+    except (RuntimeError, ValueError) as e:
+        print(f"pdx coverage: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        text = json.dumps(_as_json(reports), indent=1, sort_keys=True)
+        if args.json == "-":
+            print(text)
+            return 0
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    print(_table(reports))
+    for m, r in reports.items():
+        if args.missing and r.count("missing"):
+            print(f"\n{m} missing: " + ", ".join(n for n, e in r.names.items() if e.status == "missing"))
+        if args.different:
+            for n, e in r.names.items():
+                if e.status == "different":
+                    print(f"{m}.{n}: {e.reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(prog="pdx coverage")
+    configure(_parser)
+    sys.exit(_run(_parser.parse_args()))
