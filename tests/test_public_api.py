@@ -7,7 +7,8 @@ import pytest
 PACKAGES = ["pdx", "pdx.checkpoint", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.models", "pdx.models.llama", "pdx.static", "pdx.regularizer", "pdx.vision.models",
             "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels",
-            "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler", "pdx.export"]
+            "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler", "pdx.export",
+            "pdx.geometric"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
