@@ -72,6 +72,17 @@ from pdx.nn._norm import (
     RMSNorm,
 )
 from pdx.nn._recompute import recompute, scan_layers
+from pdx.nn._rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    BiRNN,
+    GRUCell,
+    LSTMCell,
+    RNNCellBase,
+    SimpleRNN,
+    SimpleRNNCell,
+)
 from pdx.nn._stack import LayerStack
 from pdx.nn._pooling import (
     AdaptiveAvgPool1D,
@@ -111,6 +122,7 @@ __all__ = [
     "BatchNorm1D",
     "BatchNorm2D",
     "BatchNorm3D",
+    "BiRNN",
     "Buffer",
     "CELU",
     "ClipGradByGlobalNorm",
@@ -130,6 +142,8 @@ __all__ = [
     "Flatten",
     "GELU",
     "GLU",
+    "GRU",
+    "GRUCell",
     "GroupNorm",
     "Hardshrink",
     "Hardsigmoid",
@@ -139,6 +153,8 @@ __all__ = [
     "InstanceNorm1D",
     "InstanceNorm2D",
     "InstanceNorm3D",
+    "LSTM",
+    "LSTMCell",
     "Layer",
     "LayerDict",
     "LayerList",
@@ -157,6 +173,8 @@ __all__ = [
     "PReLU",
     "ParamAttr",
     "RMSNorm",
+    "RNN",
+    "RNNCellBase",
     "RReLU",
     "ReLU",
     "ReLU6",
@@ -164,6 +182,8 @@ __all__ = [
     "Sequential",
     "Sigmoid",
     "Silu",
+    "SimpleRNN",
+    "SimpleRNNCell",
     "Softmax",
     "Softmax2D",
     "Softplus",
