@@ -35,6 +35,7 @@ from pdx.nn.functional._activation import swish
 from pdx.nn.functional._activation import tanh
 from pdx.nn.functional._activation import tanhshrink
 from pdx.nn.functional._activation import thresholded_relu
+from pdx.nn.functional._activation import log_sigmoid as logsigmoid
 from pdx.nn.functional._attention import scaled_dot_product_attention
 from pdx.nn.functional._common import alpha_dropout
 from pdx.nn.functional._common import bilinear
@@ -58,6 +59,24 @@ from pdx.nn.functional._conv import conv2d
 from pdx.nn.functional._conv import conv2d_transpose
 from pdx.nn.functional._conv import conv3d
 from pdx.nn.functional._conv import conv3d_transpose
+from pdx.nn.functional._extension import class_center_sample
+from pdx.nn.functional._extension import diag_embed
+from pdx.nn.functional._extension import gather_tree
+from pdx.nn.functional._extension import gumbel_softmax
+from pdx.nn.functional._extension import pdist
+from pdx.nn.functional._extension import sequence_mask
+from pdx.nn.functional._extension import swiglu
+from pdx.nn.functional._extension import temporal_shift
+from pdx.nn.functional._grid import affine_grid
+from pdx.nn.functional._grid import grid_sample
+from pdx.nn.functional._inplace import elu_
+from pdx.nn.functional._inplace import embedding_renorm_
+from pdx.nn.functional._inplace import hardtanh_
+from pdx.nn.functional._inplace import leaky_relu_
+from pdx.nn.functional._inplace import relu_
+from pdx.nn.functional._inplace import softmax_
+from pdx.nn.functional._inplace import tanh_
+from pdx.nn.functional._inplace import thresholded_relu_
 from pdx.nn.functional._input import embedding
 from pdx.nn.functional._input import one_hot
 from pdx.nn.functional._loss import binary_cross_entropy
@@ -100,6 +119,13 @@ from pdx.nn.functional._pooling import avg_pool3d
 from pdx.nn.functional._pooling import max_pool1d
 from pdx.nn.functional._pooling import max_pool2d
 from pdx.nn.functional._pooling import max_pool3d
+from pdx.nn.functional._pooling_extra import fractional_max_pool2d
+from pdx.nn.functional._pooling_extra import fractional_max_pool3d
+from pdx.nn.functional._pooling_extra import lp_pool1d
+from pdx.nn.functional._pooling_extra import lp_pool2d
+from pdx.nn.functional._pooling_extra import max_unpool1d
+from pdx.nn.functional._pooling_extra import max_unpool2d
+from pdx.nn.functional._pooling_extra import max_unpool3d
 from pdx.nn.functional._vision import channel_shuffle
 from pdx.nn.functional._vision import pixel_shuffle
 from pdx.nn.functional._vision import pixel_unshuffle
@@ -111,6 +137,7 @@ __all__ = [
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
@@ -122,6 +149,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "celu",
     "channel_shuffle",
+    "class_center_sample",
     "conv1d",
     "conv1d_transpose",
     "conv2d",
@@ -131,21 +159,30 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "diag_embed",
     "dropout",
     "dropout1d",
     "dropout2d",
     "dropout3d",
     "elu",
+    "elu_",
     "embedding",
+    "embedding_renorm_",
     "feature_alpha_dropout",
     "fold",
+    "fractional_max_pool2d",
+    "fractional_max_pool3d",
+    "gather_tree",
     "gelu",
     "glu",
+    "grid_sample",
     "group_norm",
+    "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "hinge_embedding_loss",
     "instance_norm",
     "interpolate",
@@ -154,15 +191,22 @@ __all__ = [
     "label_smooth",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "local_response_norm",
     "log_loss",
     "log_sigmoid",
     "log_softmax",
+    "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
     "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "maxout",
     "mish",
     "mse_loss",
@@ -172,31 +216,39 @@ __all__ = [
     "one_hot",
     "pad",
     "pairwise_distance",
+    "pdist",
     "pixel_shuffle",
     "pixel_unshuffle",
     "poisson_nll_loss",
     "prelu",
     "relu",
     "relu6",
+    "relu_",
     "rms_norm",
     "rrelu",
     "scaled_dot_product_attention",
     "selu",
+    "sequence_mask",
     "sigmoid",
     "sigmoid_focal_loss",
     "silu",
     "smooth_l1_loss",
     "soft_margin_loss",
     "softmax",
+    "softmax_",
     "softmax_with_cross_entropy",
     "softplus",
     "softshrink",
     "softsign",
     "square_error_cost",
+    "swiglu",
     "swish",
     "tanh",
+    "tanh_",
     "tanhshrink",
+    "temporal_shift",
     "thresholded_relu",
+    "thresholded_relu_",
     "triplet_margin_loss",
     "unfold",
     "upsample",
