@@ -39,6 +39,7 @@ from pdx.nn._container import (
     LayerList,
     Sequential,
 )
+from pdx.nn._decode import BeamSearchDecoder, dynamic_decode
 from pdx.nn._conv import (
     Conv1D,
     Conv1DTranspose,
@@ -122,6 +123,7 @@ __all__ = [
     "BatchNorm1D",
     "BatchNorm2D",
     "BatchNorm3D",
+    "BeamSearchDecoder",
     "BiRNN",
     "Buffer",
     "CELU",
@@ -199,6 +201,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "axes",
+    "dynamic_decode",
     "functional",
     "initializer",
     "recompute",
