@@ -28,6 +28,7 @@ from pdx import (
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._random import get_rng_state, seed, set_rng_state
+from pdx._tensor import Tensor
 from pdx._train_state import TrainState
 from pdx.checkpoint import load, save
 from pdx.hapi import Model, flops, summary
@@ -51,6 +52,7 @@ __all__ = [
     "Gradients",
     "Model",
     "ParamAttr",
+    "Tensor",
     "TrainState",
     "__version__",
     "amp",
@@ -82,3 +84,7 @@ __all__ = [
     "summary",
     "value_and_grad",
 ] + list(ops.__all__)
+
+# Last, after every op above exists: Paddle's Tensor methods on jax.Array
+# (PDX_TENSOR_METHODS=0 turns this off; see pdx/_tensor.py).
+_tensor.register()
