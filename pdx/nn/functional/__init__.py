@@ -99,6 +99,17 @@ from pdx.nn.functional._loss import soft_margin_loss
 from pdx.nn.functional._loss import softmax_with_cross_entropy
 from pdx.nn.functional._loss import square_error_cost
 from pdx.nn.functional._loss import triplet_margin_loss
+from pdx.nn.functional._loss_dense import dice_loss
+from pdx.nn.functional._loss_dense import gaussian_nll_loss
+from pdx.nn.functional._loss_margin import margin_cross_entropy
+from pdx.nn.functional._loss_margin import multi_label_margin_loss
+from pdx.nn.functional._loss_margin import multi_margin_loss
+from pdx.nn.functional._loss_margin import npair_loss
+from pdx.nn.functional._loss_margin import triplet_margin_with_distance_loss
+from pdx.nn.functional._loss_sequence import ctc_loss
+from pdx.nn.functional._loss_sequence import rnnt_loss
+from pdx.nn.functional._loss_tree import adaptive_log_softmax_with_loss
+from pdx.nn.functional._loss_tree import hsigmoid_loss
 from pdx.nn.functional._norm import batch_norm
 from pdx.nn.functional._norm import batch_norm_with_stats
 from pdx.nn.functional._norm import group_norm
@@ -134,6 +145,7 @@ __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",
+    "adaptive_log_softmax_with_loss",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
@@ -159,7 +171,9 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "ctc_loss",
     "diag_embed",
+    "dice_loss",
     "dropout",
     "dropout1d",
     "dropout2d",
@@ -173,6 +187,7 @@ __all__ = [
     "fractional_max_pool2d",
     "fractional_max_pool3d",
     "gather_tree",
+    "gaussian_nll_loss",
     "gelu",
     "glu",
     "grid_sample",
@@ -184,6 +199,7 @@ __all__ = [
     "hardtanh",
     "hardtanh_",
     "hinge_embedding_loss",
+    "hsigmoid_loss",
     "instance_norm",
     "interpolate",
     "kl_div",
@@ -200,6 +216,7 @@ __all__ = [
     "logsigmoid",
     "lp_pool1d",
     "lp_pool2d",
+    "margin_cross_entropy",
     "margin_ranking_loss",
     "max_pool1d",
     "max_pool2d",
@@ -210,9 +227,12 @@ __all__ = [
     "maxout",
     "mish",
     "mse_loss",
+    "multi_label_margin_loss",
     "multi_label_soft_margin_loss",
+    "multi_margin_loss",
     "nll_loss",
     "normalize",
+    "npair_loss",
     "one_hot",
     "pad",
     "pairwise_distance",
@@ -225,6 +245,7 @@ __all__ = [
     "relu6",
     "relu_",
     "rms_norm",
+    "rnnt_loss",
     "rrelu",
     "scaled_dot_product_attention",
     "selu",
@@ -250,6 +271,7 @@ __all__ = [
     "thresholded_relu",
     "thresholded_relu_",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     "unfold",
     "upsample",
     "zeropad2d",

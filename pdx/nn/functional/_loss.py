@@ -236,9 +236,11 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
     if input.ndim < 2:
         raise error(op, f"input must be [N, C, *]; got input.shape={tuple(input.shape)}")
     expected = input.shape[:1] + input.shape[2:]
+    if label.ndim == input.ndim and label.shape[1] == 1 and label.shape[:1] + label.shape[2:] == expected:
+        label = jnp.squeeze(label, 1)  # Paddle also takes [N, 1, *] labels
     if tuple(label.shape) != expected:
         raise error(op, f"label.shape={tuple(label.shape)} must be input.shape without the class dim 1, "
-                        f"i.e. {expected}")
+                        f"i.e. {expected} (or with size 1 there)")
     if not jnp.issubdtype(label.dtype, jnp.integer):
         raise TypeError(f"pdx.nn.functional.{op}: label must be integer; got dtype {label.dtype}")
     valid = label != ignore_index

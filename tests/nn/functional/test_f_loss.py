@@ -187,7 +187,7 @@ def test_loss_errors():
     with pytest.raises(ValueError, match=r"weight.shape=\(3,\) must have one entry per class \(5\)"):
         F.cross_entropy(x, jnp.zeros((4,), jnp.int32), weight=jnp.ones(3))
     with pytest.raises(ValueError, match="nll_loss: label.shape"):
-        F.nll_loss(x, jnp.zeros((4, 1), jnp.int32))
+        F.nll_loss(x, jnp.zeros((4, 2), jnp.int32))
     with pytest.raises(ValueError, match="mse_loss: input.shape=.* do not broadcast"):
         F.mse_loss(jnp.zeros((2, 3)), jnp.zeros((4,)))
     with pytest.raises(ValueError, match="kl_div: reduction='max'"):
