@@ -9,6 +9,7 @@ first use (`pdx.vision.models.resnet18()` works after `import pdx`).
 
 from pdx import (
     amp,
+    autograd,
     callbacks,
     checkpoint,
     distribution,
@@ -56,6 +57,7 @@ __all__ = [
     "TrainState",
     "__version__",
     "amp",
+    "autograd",
     "callbacks",
     "checkpoint",
     "distribution",
