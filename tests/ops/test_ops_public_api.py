@@ -21,6 +21,30 @@ from pdx.ops import (  # noqa: F401  (importing every public name is part of the
     take_along_axis, tanh, tile, to_tensor, topk, transpose, tril, triu, unbind, uniform, unique, unsqueeze,
     var, where, zeros, zeros_like,
 )
+from pdx.ops import (  # noqa: F401  (the further top-level ops)
+    acos, acosh, add_n, addmm, angle, argwhere, as_complex, as_real, as_strided, as_tensor, asarray, asin,
+    asinh, assign, atan, atan2, atanh, atleast_1d, atleast_2d, atleast_3d, baddbmm, bartlett_window,
+    bincount, binomial, bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_not, bitwise_or,
+    bitwise_right_shift, bitwise_xor, blackman_window, block_diag, broadcast_shape, broadcast_shapes,
+    broadcast_tensors, bucketize, cartesian_prod, cat, cdist, clamp, clone, column_stack, combinations,
+    complex, concatenate, conj, copysign, cosh, count_nonzero, create_parameter, crop, cross, cummax,
+    cummin, cumulative_trapezoid, deg2rad, diag_embed, diagflat, diagonal, diagonal_scatter, diff, digamma,
+    dist, div, dsplit, dstack, eigvalsh, empty_like, eq, equal_all, erfinv, expm1, finfo, floor_mod, fmax,
+    fmin, frac, frexp, from_dlpack, from_numpy, gammainc, gammaincc, gammaln, gcd, ge, ger, greater, gt,
+    hamming_window, hann_window, heaviside, histogram, histogram_bin_edges, histogramdd, hsplit, hstack,
+    hypot, i0, i0e, i1, i1e, iinfo, imag, increment, index_add, index_fill, index_put, index_sample, inner,
+    is_complex, is_empty, is_floating_point, is_integer, isclose, isneginf, isposinf, isreal, kaiser_window,
+    kthvalue, lcm, ldexp, le, less, lgamma, log10, log_normal, logaddexp, logcumsumexp, logit, logspace, lt,
+    masked_scatter, matrix_transpose, median, mode, moveaxis, msort, mul, multigammaln, multiplex, mv,
+    nanmean, nanmedian, nanquantile, nansum, narrow, ne, neg, negative, nextafter, pdist, permute, poisson,
+    polar, polygamma, positive, quantile, rad2deg, rand_like, randint_like, randn_like, randperm, range,
+    rank, ravel, real, reciprocal, reduce_as, renorm, reverse, rot90, row_stack, scatter_add, scatter_nd,
+    scatter_reduce, select_scatter, sgn, shard_index, sigmoid, signbit, sinc, sinh, slice_scatter, softmax,
+    square, standard_gamma, standard_normal, stanh, sub, swapaxes, swapdims, t, take, take_along_dim, tan,
+    tensor_split, tensordot, to_dlpack, tolist, trace, trapezoid, tril_indices, triu_indices, true_divide,
+    trunc, unflatten, unfold, unstack, vander, vecdot, view, view_as, view_as_complex, view_as_real, vsplit,
+    vstack,
+)
 
 PUBLIC = list(pdx.ops.__all__)
 
@@ -29,7 +53,8 @@ PUBLIC = list(pdx.ops.__all__)
 PADDLE_ONLY = {"out", "device", "requires_grad", "pin_memory"}
 PADDLE_ONLY_PER_OP = {"norm": {"dtype"}}
 # pdx's keyword-only extensions: explicit RNG keys and fixed output sizes for jit.
-PDX_KEYWORD_ONLY = {"key", "size", "fill_value", "name", "dtype", "correction"}
+PDX_KEYWORD_ONLY = {"key", "size", "fill_value", "name", "dtype", "correction",
+                    "alpha", "rounding_mode", "include_self", "copy"}
 
 
 def test_all_is_sorted_and_unique():
