@@ -150,7 +150,11 @@ def _max_unpool(x, indices, kernel_size, stride, padding, data_format, output_si
     rows = jnp.arange(nb)[:, None, None]
     cols = jnp.arange(c)[None, :, None]
     # Indices outside the plane are dropped (Paddle raises eagerly; a traced index cannot be checked).
-    out = out.at[rows, cols, flat_i].set(flat_x, mode="drop")
+    # Overlapping windows can share a max (same index, same value): the forward writes it once, and
+    # the gradient reaches every pooled copy, as in Paddle (the scatter-add's transpose is a gather).
+    written = out.at[rows, cols, flat_i].set(flat_x, mode="drop")
+    summed = out.at[rows, cols, flat_i].add(flat_x, mode="drop")
+    out = summed + jax.lax.stop_gradient(written - summed)
     return out.reshape(nb, c, *sizes)
 
 

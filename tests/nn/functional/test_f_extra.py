@@ -1,0 +1,245 @@
+"""pdx.nn.functional's less common ops against paddle.nn.functional: lp/unpool/fractional
+pooling, grid_sample/affine_grid, temporal_shift, pdist, diag_embed, sequence_mask,
+gather_tree, swiglu; properties of the random ones (gumbel_softmax, class_center_sample)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pdx.nn.functional as F
+
+
+def test_lp_pool_matches_paddle(oracle, rng):
+    P = oracle.F
+    cases = [  # (fn, shape, norm_type, kernel, stride, padding, ceil_mode, data_format)
+        ("lp_pool1d", (2, 3, 9), 2, 3, 2, 1, False, "NCL"),
+        ("lp_pool1d", (2, 3, 10), 3.0, 3, None, 0, True, "NCL"),
+        ("lp_pool1d", (2, 7, 3), 1, 2, 1, 0, False, "NLC"),
+        ("lp_pool1d", (1, 2, 8), float("inf"), 3, 2, 0, False, "NCL"),
+        ("lp_pool2d", (2, 3, 7, 6), 2, 3, 2, 1, False, "NCHW"),
+        ("lp_pool2d", (2, 5, 7, 3), 1.5, [2, 3], [2, 1], 0, True, "NHWC"),
+        ("lp_pool2d", (1, 2, 5, 5), 4, 2, None, "SAME", False, "NCHW"),
+    ]
+    for fn, shape, p, k, s, pad, ceil, fmt in cases:
+        x = np.abs(rng.standard_normal(shape)).astype(np.float32) + 0.1
+        ours = getattr(F, fn)(x, p, k, s, pad, ceil, fmt)
+        ref = getattr(P, fn)(oracle.t(x), p, k, s, pad, ceil, fmt)
+        oracle.close(ours, ref)
+        if not np.isinf(p):
+            oracle.grads(lambda a: getattr(F, fn)(a, p, k, s, pad, ceil, fmt),
+                         lambda a: getattr(P, fn)(a, p, k, s, pad, ceil, fmt), [x], [0], rng)
+
+
+def test_max_unpool_matches_paddle(oracle, rng):
+    P = oracle.F
+    cases = [  # (n, shape, kernel, stride, padding, output_size)
+        (1, (2, 3, 9), 2, 2, 0, None),
+        (1, (2, 3, 8), 3, 2, 1, [2, 3, 8]),
+        (2, (2, 3, 6, 7), 2, 2, 0, [6, 7]),
+        (2, (1, 2, 7, 5), 3, 2, 1, [7, 5]),
+        (3, (1, 2, 4, 5, 4), 2, 2, 0, [4, 5, 4]),
+    ]
+    for n, shape, k, s, pad, out_size in cases:
+        pool, unpool = f"max_pool{n}d", f"max_unpool{n}d"
+        x = rng.standard_normal(shape).astype(np.float32)
+        y_ref, m_ref = getattr(P, pool)(oracle.t(x), k, s, pad, return_mask=True)
+        y, m = y_ref.numpy(), m_ref.numpy()
+        ours = getattr(F, unpool)(y, m, k, s, pad, output_size=out_size)
+        ref = getattr(P, unpool)(y_ref, m_ref, k, s, pad, output_size=out_size)
+        oracle.close(ours, ref)
+        oracle.grads(lambda a: getattr(F, unpool)(a, jnp.asarray(m), k, s, pad, output_size=out_size),
+                     lambda a: getattr(P, unpool)(a, oracle.t(m), k, s, pad, output_size=out_size), [y], [0], rng)
+        # pdx's own mask round-trips too
+        ours_y, ours_m = getattr(F, pool)(x, k, s, pad, return_mask=True)
+        oracle.close(getattr(F, unpool)(ours_y, ours_m, k, s, pad, output_size=out_size), ref)
+    with pytest.raises(ValueError, match="output_size"):
+        F.max_unpool2d(jnp.ones((1, 1, 2, 2)), jnp.zeros((1, 1, 2, 2), jnp.int32), 2, output_size=[9, 9])
+    with pytest.raises(ValueError, match="data_format"):
+        F.max_unpool2d(jnp.ones((1, 1, 2, 2)), jnp.zeros((1, 1, 2, 2), jnp.int32), 2, data_format="NHWC")
+    with pytest.raises(ValueError, match="indices.shape"):
+        F.max_unpool1d(jnp.ones((1, 1, 2)), jnp.zeros((1, 1, 3), jnp.int32), 2)
+
+
+def test_fractional_max_pool_matches_paddle_for_fixed_u(oracle, rng):
+    P = oracle.F
+    cases = [  # (n, shape, output_size, kernel_size, u)
+        (2, (2, 3, 7, 7), 3, None, 0.3),
+        (2, (1, 2, 10, 9), [4, 5], None, 0.7),
+        (2, (1, 2, 11, 6), [5, None], None, 0.01),
+        (2, (1, 3, 9, 9), [4, 4], [3, 2], 0.2),
+        (3, (1, 2, 7, 6, 5), [3, 4, 2], None, 0.4),
+        (3, (1, 1, 6, 6, 6), 3, 2, 0.9),
+    ]
+    for n, shape, out, k, u in cases:
+        fn = f"fractional_max_pool{n}d"
+        x = rng.standard_normal(shape).astype(np.float32)
+        y, m = getattr(F, fn)(x, out, k, u, return_mask=True)
+        y_ref, m_ref = getattr(P, fn)(oracle.t(x), out, k, u, return_mask=True)
+        oracle.close(y, y_ref)
+        np.testing.assert_array_equal(np.asarray(m), m_ref.numpy())
+        if k is not None or n == 3:
+            oracle.grads(lambda a: getattr(F, fn)(a, out, k, u), lambda a: getattr(P, fn)(a, out, k, u), [x], [0],
+                         rng)
+
+
+def test_fractional_max_pool_random_u_properties(rng):
+    x = rng.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    run = jax.jit(lambda x, key: F.fractional_max_pool2d(x, [4, 3], return_mask=True, key=key))
+    outs = set()
+    for seed in range(6):
+        y, m = run(x, jax.random.key(seed))
+        assert y.shape == (2, 3, 4, 3) and m.shape == (2, 3, 4, 3)
+        # each output is the input value its mask points at: a real element of its plane
+        flat = x.reshape(2, 3, -1)
+        np.testing.assert_array_equal(np.take_along_axis(flat, np.asarray(m).reshape(2, 3, -1), axis=-1),
+                                      np.asarray(y).reshape(2, 3, -1))
+        # masks increase along each output row/column (windows are ordered and disjoint)
+        rows, cols = np.asarray(m) // 8, np.asarray(m) % 8
+        assert (np.diff(rows, axis=2) > 0).all() and (np.diff(cols, axis=3) > 0).all()
+        outs.add(np.asarray(y).tobytes())
+    assert len(outs) > 1, "different keys should give different pooling regions"
+    y1 = F.fractional_max_pool2d(x, 3, key=jax.random.key(1))
+    np.testing.assert_array_equal(y1, F.fractional_max_pool2d(x, 3, key=jax.random.key(1)))
+    with pytest.raises(ValueError, match="random_u"):
+        F.fractional_max_pool2d(x, 3, random_u=1.5)
+    with pytest.raises(ValueError, match="output_size"):
+        F.fractional_max_pool2d(x, [20, 3], random_u=0.5)
+
+
+def test_grid_sample_and_affine_grid_match_paddle(oracle, rng):
+    P = oracle.F
+    for n, align in ((2, True), (3, False)):
+        theta = rng.standard_normal((2, n, n + 1)).astype(np.float32)
+        out_shape = [2, 3, 4, 5] if n == 2 else [2, 3, 3, 4, 5]
+        oracle.close(F.affine_grid(theta, out_shape, align), P.affine_grid(oracle.t(theta), out_shape, align))
+        oracle.grads(lambda t: F.affine_grid(t, out_shape, align),
+                     lambda t: P.affine_grid(t, out_shape, align), [theta], [0], rng)
+    oracle.close(F.affine_grid(theta, out_shape, True), P.affine_grid(oracle.t(theta), out_shape, True))
+    cases = [(2, m, p, a) for m in ("bilinear", "nearest") for p in ("zeros", "border", "reflection")
+             for a in (True, False)]
+    cases += [(3, "bilinear", "zeros", True), (3, "bilinear", "reflection", False), (3, "nearest", "border", False)]
+    grad_cases = {(2, "bilinear", "zeros", False), (2, "bilinear", "reflection", True), (3, "bilinear", "zeros", True)}
+    for n, mode, pad, align in cases:
+        spatial = (5, 6) if n == 2 else (3, 4, 5)
+        x = rng.standard_normal((2, 3, *spatial)).astype(np.float32)
+        grid = rng.uniform(-1.4, 1.4, (2, *((4, 3) if n == 2 else (2, 3, 2)), n)).astype(np.float32)
+        oracle.close(F.grid_sample(x, grid, mode, pad, align),
+                     P.grid_sample(oracle.t(x), oracle.t(grid), mode, pad, align))
+        if (n, mode, pad, align) in grad_cases:
+            oracle.grads(lambda a, g: F.grid_sample(a, g, mode, pad, align),
+                         lambda a, g: P.grid_sample(a, g, mode, pad, align), [x, grid], [0, 1], rng, atol=1e-4)
+    with pytest.raises(ValueError, match="padding_mode"):
+        F.grid_sample(jnp.ones((1, 1, 2, 2)), jnp.zeros((1, 1, 1, 2)), padding_mode="wrap")
+    with pytest.raises(ValueError, match="grid.shape"):
+        F.grid_sample(jnp.ones((1, 1, 2, 2)), jnp.zeros((1, 1, 1, 3)))
+    with pytest.raises(ValueError, match="theta.shape"):
+        F.affine_grid(jnp.ones((1, 2, 3)), [1, 1, 2, 2, 2])
+
+
+def test_extension_ops_match_paddle(oracle, rng):
+    P = oracle.F
+    x = rng.standard_normal((6, 8, 2, 3)).astype(np.float32)
+    for fmt in ("NCHW", "NHWC"):
+        xx = x if fmt == "NCHW" else x.transpose(0, 2, 3, 1)
+        for ratio in (0.25, 0.3):
+            oracle.close(F.temporal_shift(xx, 3, ratio, data_format=fmt),
+                         P.temporal_shift(oracle.t(xx), 3, ratio, data_format=fmt))
+    oracle.grads(lambda a: F.temporal_shift(a, 2), lambda a: P.temporal_shift(a, 2), [x], [0], rng)
+
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    for p in (0, 1, 2, 3.5, float("inf")):
+        oracle.close(F.pdist(x, p), P.pdist(oracle.t(x), p))
+        if p:
+            oracle.grads(lambda a: F.pdist(a, p), lambda a: P.pdist(a, p), [x], [0], rng)
+
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    for off, d1, d2 in [(0, -2, -1), (1, 0, 2), (-2, 3, 1), (2, 1, 0)]:
+        oracle.close(F.diag_embed(x, off, d1, d2), P.diag_embed(oracle.t(x), off, d1, d2))
+
+    lengths = np.array([[2, 0, 5], [1, 3, 4]])
+    oracle.close(F.sequence_mask(lengths, 6), P.sequence_mask(oracle.t(lengths), 6))
+    oracle.close(F.sequence_mask(lengths, dtype="float32"), P.sequence_mask(oracle.t(lengths), dtype="float32"))
+
+    ids = rng.integers(0, 10, (5, 3, 4))
+    parents = rng.integers(0, 4, (5, 3, 4))
+    oracle.close(F.gather_tree(ids, parents), P.gather_tree(oracle.t(ids), oracle.t(parents)))
+
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    y = rng.standard_normal((3, 8)).astype(np.float32)
+    oracle.close(F.swiglu(x), P.swiglu(oracle.t(x)))
+    oracle.close(F.swiglu(x, y), P.swiglu(oracle.t(x), oracle.t(y)))
+    oracle.grads(lambda a, b: F.swiglu(a, b), lambda a, b: P.swiglu(a, b), [x, y], [0, 1], rng)
+    oracle.close(F.logsigmoid(x), P.logsigmoid(oracle.t(x)))
+    assert F.logsigmoid is F.log_sigmoid
+
+    with pytest.raises(ValueError, match="seg_num"):
+        F.temporal_shift(jnp.ones((5, 4, 1, 1)), 2)
+    with pytest.raises(ValueError, match="dim1"):
+        F.diag_embed(jnp.ones((2, 3)), dim1=0, dim2=-3)
+    with pytest.raises(ValueError, match="y.shape"):
+        F.swiglu(jnp.ones((2, 4)), jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="maxlen"):
+        jax.jit(lambda n: F.sequence_mask(n))(jnp.array([1, 2]))
+
+
+def test_gumbel_softmax_properties(rng):
+    x = jnp.asarray(rng.standard_normal((4, 6)).astype(np.float32))
+    key = jax.random.key(3)
+    soft = F.gumbel_softmax(x, temperature=0.5, key=key)
+    np.testing.assert_allclose(soft.sum(-1), 1.0, rtol=1e-5)
+    hard = jax.jit(lambda x, k: F.gumbel_softmax(x, hard=True, axis=0, key=k))(x, key)
+    assert set(np.unique(np.asarray(hard))) <= {0.0, 1.0}
+    np.testing.assert_array_equal(np.asarray(hard).sum(0), np.ones(6))
+    np.testing.assert_array_equal(F.gumbel_softmax(x, key=key), F.gumbel_softmax(x, key=key))
+    # hard=True: one-hot forward, the soft sample's gradient (straight-through)
+    g_hard, g_soft = jax.jit(lambda x: [jax.grad(lambda x: (F.gumbel_softmax(x, hard=h, key=key) * jnp.arange(6.0))
+                                                 .sum())(x) for h in (True, False)])(x)
+    np.testing.assert_allclose(g_hard, g_soft, atol=1e-6)
+    # sampled classes follow the probabilities
+    logits = jnp.log(jnp.array([0.7, 0.2, 0.1]))
+    draws = F.gumbel_softmax(jnp.broadcast_to(logits, (4000, 3)), hard=True, key=key)
+    np.testing.assert_allclose(np.asarray(draws).mean(0), [0.7, 0.2, 0.1], atol=0.03)
+    F.gumbel_softmax(x)  # eager: a key from the global generator
+    with pytest.raises(ValueError, match="temperature"):
+        F.gumbel_softmax(x, temperature=0.0)
+    with pytest.raises(RuntimeError, match="key"):
+        jax.jit(lambda x: F.gumbel_softmax(x))(x)
+
+
+def test_class_center_sample_properties(oracle):
+    label = np.array([11, 5, 1, 3, 12, 2, 15, 19, 18, 19])
+    for num_samples in (6, 12, 20):
+        remapped, centers = F.class_center_sample(label, 20, num_samples, key=jax.random.key(num_samples))
+        ref_remapped, ref_centers = oracle.F.class_center_sample(oracle.t(label), 20, num_samples)
+        centers = np.asarray(centers)
+        positives = np.unique(label)
+        assert len(centers) == max(num_samples, len(positives)) == len(ref_centers.numpy())
+        np.testing.assert_array_equal(centers[:len(positives)], positives)
+        assert len(set(centers.tolist())) == len(centers)
+        np.testing.assert_array_equal(np.asarray(remapped), ref_remapped.numpy())
+        np.testing.assert_array_equal(centers[np.asarray(remapped)], label)
+    with pytest.raises(ValueError, match="label values"):
+        F.class_center_sample(np.array([25]), 20, 5)
+    with pytest.raises(ValueError, match="group"):
+        F.class_center_sample(label, 20, 5, group=object())
+
+
+def test_inplace_functionals_raise_naming_the_functional_form(paddle):
+    names = [n for n in dir(paddle.nn.functional) if n.endswith("_") and not n.startswith("_")]
+    assert names, "paddle has in-place functionals"
+    for name in names:
+        fn = getattr(F, name)
+        with pytest.raises(TypeError, match=rf"immutable: use F\.\w+\(.*instead of F\.{name}"):
+            fn(jnp.ones(2))
+    with pytest.raises(TypeError, match=r"use F\.relu\(x\) instead of F\.relu_\(x\)"):
+        F.relu_(jnp.ones(2))
+
+
+def test_lp_pool_bad_input():
+    with pytest.raises(ValueError, match="norm_type"):
+        F.lp_pool1d(jnp.ones((1, 1, 4)), 0, 2)
+    with pytest.raises(ValueError, match="data_format"):
+        F.lp_pool2d(jnp.ones((1, 1, 4, 4)), 2, 2, data_format="NCL")
+    with pytest.raises(ValueError, match="kernel_size"):
+        F.lp_pool2d(jnp.ones((1, 1, 4, 4)), 2, 9)
