@@ -24,6 +24,7 @@ from pdx import (
     parallel,
     profiler,
     regularizer,
+    sparse,
     static,
 )
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
@@ -82,6 +83,7 @@ __all__ = [
     "seed",
     "set_default_dtype",
     "set_rng_state",
+    "sparse",
     "static",
     "summary",
     "value_and_grad",

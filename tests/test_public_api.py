@@ -8,7 +8,8 @@ PACKAGES = ["pdx", "pdx.checkpoint", "pdx.nn", "pdx.nn.functional", "pdx.nn.init
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.models", "pdx.models.llama", "pdx.static", "pdx.regularizer", "pdx.vision.models",
             "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels",
             "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.metric", "pdx.profiler", "pdx.export",
-            "pdx.geometric", "pdx.autograd", "pdx.distribution"]
+            "pdx.geometric", "pdx.autograd",
+            "pdx.sparse", "pdx.sparse.nn", "pdx.sparse.nn.functional", "pdx.distribution"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -1,0 +1,507 @@
+"""Sparse tensors: creation, format conversion, accessors and the shared helpers.
+
+A Paddle SparseCooTensor is a `jax.experimental.sparse.BCOO` (all sparse
+dims unbatched, optional trailing dense dims); a SparseCsrTensor is a
+`BCSR`, 2-D, or 3-D with one batch dim. Paddle's argument layout is kept at
+the boundary: COO indices are `[sparse_dim, nnz]` (BCOO stores the
+transpose), batched CSR `crows` is `[B * (M + 1)]` with `cols`/`values`
+concatenated over the batch.
+
+Number of stored entries: eagerly pdx computes it exactly, as Paddle does.
+Under a trace it cannot depend on the data, so ops that change the pattern
+keep an upper bound and pad (BCOO marks padding with out-of-range indices;
+BCSR ignores entries past `crows[-1]`); `to_dense` and every op ignore the
+padding.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import sparse as jsparse
+
+from pdx._dtype import convert_dtype
+from pdx.ops._common import as_array, op_error
+
+__all__ = [
+    "cols", "crows", "indices", "is_sparse", "is_sparse_coo", "is_sparse_csr", "nnz", "sparse_coo_tensor",
+    "sparse_csr_tensor", "to_dense", "to_sparse_coo", "to_sparse_csr", "values", "coalesce",
+]
+
+BCOO = jsparse.BCOO
+BCSR = jsparse.BCSR
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def concrete(*arrays) -> bool:
+    """True when no array is traced (exact sizes can be read from the data)."""
+    return not any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+def fmt(x) -> str | None:
+    """"coo", "csr" or None (dense)."""
+    if isinstance(x, BCOO):
+        return "coo"
+    if isinstance(x, BCSR):
+        return "csr"
+    return None
+
+
+def require_sparse(x, op: str, name: str = "x"):
+    if fmt(x) is None:
+        raise TypeError(f"pdx.sparse.{op}: `{name}` must be a sparse tensor (pdx.sparse.sparse_coo_tensor / "
+                        f"sparse_csr_tensor, or x.to_sparse_coo(...)); got {type(x).__name__}"
+                        f"{' of shape ' + str(tuple(x.shape)) if hasattr(x, 'shape') else ''}")
+    return x
+
+
+def as_coo(x, op: str, name: str = "x") -> BCOO:
+    """Any sparse tensor as a BCOO with n_batch=0 (padding kept)."""
+    require_sparse(x, op, name)
+    if isinstance(x, BCSR):
+        return csr_to_coo(x)
+    if x.n_batch:
+        x = jsparse.bcoo_update_layout(x, n_batch=0)
+    return x
+
+
+def valid_mask(coo: BCOO) -> jax.Array:
+    """Which stored entries are real (not padding)."""
+    sparse_shape = jnp.asarray(coo.shape[:coo.n_sparse], coo.indices.dtype)
+    return jnp.all(coo.indices < sparse_shape, axis=1)
+
+
+def compact(coo: BCOO) -> BCOO:
+    """Drop padding entries when the data is concrete (eager); keep them under a trace."""
+    if not concrete(coo.indices) or coo.nse == 0:
+        return coo
+    keep = np.asarray(valid_mask(coo))
+    if keep.all():
+        return coo
+    return BCOO((coo.data[keep], coo.indices[keep]), shape=coo.shape)
+
+
+def coalesced(coo: BCOO) -> BCOO:
+    """Sorted, duplicates summed; exact nnz eagerly, padded under a trace."""
+    if concrete(coo.indices, coo.data):
+        return compact(jsparse.bcoo_sum_duplicates(coo))
+    return jsparse.bcoo_sum_duplicates(coo, nse=coo.nse)
+
+
+def with_format(coo: BCOO, target: str, op: str):
+    """Return `coo` in the format of the op's input ("coo" or "csr")."""
+    return coo if target == "coo" else coo_to_csr(coo, op)
+
+
+def index_dtype():
+    return jnp.int32
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def csr_to_coo(x: BCSR) -> BCOO:
+    """BCSR (2-D, or 3-D with one batch dim) -> BCOO with n_batch=0 (row-major order)."""
+    shape = x.shape
+    if x.n_batch == 0:
+        m, n = shape
+        nse = x.indices.shape[0]
+        j = jnp.arange(nse)
+        valid = j < x.indptr[-1]
+        row = jnp.searchsorted(x.indptr, j, side="right") - 1
+        idx = jnp.stack([jnp.where(valid, row, m), jnp.where(valid, x.indices, n)], axis=1)
+        return compact(BCOO((x.data, idx.astype(index_dtype())), shape=shape))
+    b, m, n = shape
+    nse = x.indices.shape[1]
+    j = jnp.arange(nse)
+    valid = j[None, :] < x.indptr[:, -1:]
+    row = jax.vmap(lambda p: jnp.searchsorted(p, j, side="right") - 1)(x.indptr)
+    bidx = jnp.broadcast_to(jnp.arange(b)[:, None], (b, nse))
+    idx = jnp.stack([jnp.where(valid, bidx, b), jnp.where(valid, row, m), jnp.where(valid, x.indices, n)], axis=-1)
+    return compact(BCOO((x.data.reshape((b * nse,) + x.data.shape[2:]), idx.reshape(b * nse, 3).astype(index_dtype())),
+                        shape=shape))
+
+
+def coo_to_csr(coo: BCOO, op: str) -> BCSR:
+    """BCOO (2-D or 3-D, no dense dims) -> BCSR; coalesces first (CSR is sorted)."""
+    if coo.n_dense or coo.ndim not in (2, 3):
+        raise op_error(f"sparse.{op}", f"a CSR tensor must be 2-D or 3-D with no dense dims; got shape "
+                                       f"{tuple(coo.shape)} with {coo.n_dense} dense dims")
+    coo = coalesced(as_coo(coo, op))
+    idx, data = coo.indices, coo.data
+    if coo.ndim == 2:
+        m = coo.shape[0]
+        indptr = jnp.searchsorted(idx[:, 0], jnp.arange(m + 1), side="left").astype(index_dtype())
+        return BCSR((data, idx[:, 1], indptr), shape=coo.shape)
+    b, m, _ = coo.shape
+    key = idx[:, 0] * m + idx[:, 1]  # padding sorts last (index b)
+    bounds = jnp.searchsorted(key, jnp.arange(b + 1) * m, side="left")
+    start, count = bounds[:-1], bounds[1:] - bounds[:-1]
+    width = int(np.asarray(count).max(initial=0)) if concrete(key) else coo.nse
+    pos = start[:, None] + jnp.arange(width)[None, :]
+    ok = jnp.arange(width)[None, :] < count[:, None]
+    safe = jnp.clip(pos, 0, max(coo.nse - 1, 0))
+    if coo.nse:
+        vals = jnp.where(ok, data[safe], jnp.zeros((), data.dtype))
+        cols_ = jnp.where(ok, idx[safe, 2], 0)
+    else:
+        vals = jnp.zeros((b, width), data.dtype)
+        cols_ = jnp.zeros((b, width), index_dtype())
+    rows = jnp.searchsorted(key, jnp.arange(b)[:, None] * m + jnp.arange(m + 1)[None, :], side="left")
+    indptr = (rows - start[:, None]).astype(index_dtype())
+    return BCSR((vals, cols_.astype(index_dtype()), indptr), shape=coo.shape)
+
+
+# ---------------------------------------------------------------- creation
+
+
+def _index_array(value, name: str, op: str):
+    arr = as_array(value, name=name, op=f"sparse.{op}")
+    if not jnp.issubdtype(arr.dtype, jnp.integer):
+        raise TypeError(f"pdx.sparse.{op}: `{name}` must be an integer tensor; got dtype {arr.dtype}")
+    return arr.astype(index_dtype())
+
+
+def _values(values, dtype, op: str):
+    v = as_array(values, name="values", op=f"sparse.{op}")
+    dt = convert_dtype(dtype)
+    if dt is not None:
+        v = v.astype(dt)
+    elif jnp.issubdtype(v.dtype, jnp.floating) and not isinstance(values, (jax.Array, np.ndarray)):
+        v = v.astype(jnp.float32)
+    return v
+
+
+def sparse_coo_tensor(indices, values, shape=None, dtype=None, place=None, stop_gradient=True):
+    """A COO sparse tensor from Paddle-layout `indices` `[sparse_dim, nnz]` and `values` `[nnz, ...]`.
+
+    Args:
+      indices: int tensor `[sparse_dim, nnz]`.
+      values: `[nnz]`, or `[nnz, *dense_dims]` for a hybrid tensor.
+      shape: the dense shape; default `max(indices, axis=1) + 1` followed by
+        values' dense dims (eager only: it reads the data).
+      dtype: the values' dtype.
+      place, stop_gradient: accepted for Paddle compatibility.
+
+    Returns:
+      A `jax.experimental.sparse.BCOO` (duplicates kept until `coalesce`).
+
+    Example:
+        >>> import pdx
+        >>> x = pdx.sparse.sparse_coo_tensor([[0, 1, 2], [1, 2, 0]], [1., 2., 3.], [3, 3])
+        >>> pdx.sparse.to_dense(x).tolist()
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [3.0, 0.0, 0.0]]
+    """
+    op = "sparse_coo_tensor"
+    idx = _index_array(indices, "indices", op)
+    v = _values(values, dtype, op)
+    if idx.ndim != 2:
+        raise op_error(f"sparse.{op}", f"`indices` must be 2-D [sparse_dim, nnz]; got shape {tuple(idx.shape)}")
+    if v.ndim < 1 or v.shape[0] != idx.shape[1]:
+        raise op_error(f"sparse.{op}", f"`values` must have one row per column of indices ({idx.shape[1]}); "
+                                       f"got values.shape={tuple(v.shape)}")
+    sparse_dim = idx.shape[0]
+    if shape is None:
+        if not concrete(idx):
+            raise op_error(f"sparse.{op}", "`shape` is required under jit (the default reads max(indices) from the data)")
+        top = np.asarray(idx).max(axis=1) + 1 if idx.shape[1] else np.zeros((sparse_dim,), int)
+        shape = tuple(int(s) for s in top) + tuple(v.shape[1:])
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != sparse_dim + v.ndim - 1:
+        raise op_error(f"sparse.{op}", f"`shape`={list(shape)} must have sparse_dim ({sparse_dim}) + dense dims "
+                                       f"({v.ndim - 1}) entries")
+    if tuple(v.shape[1:]) != shape[sparse_dim:]:
+        raise op_error(f"sparse.{op}", f"the dense dims of `values` {tuple(v.shape[1:])} must equal "
+                                       f"shape[{sparse_dim}:]={shape[sparse_dim:]}")
+    if concrete(idx) and idx.shape[1]:
+        hi = np.asarray(idx).max(axis=1)
+        lo = np.asarray(idx).min(axis=1)
+        if (lo < 0).any() or (hi >= np.asarray(shape[:sparse_dim])).any():
+            raise op_error(f"sparse.{op}", f"`indices` out of range for shape {list(shape)}: per-dim max {hi.tolist()}")
+    return BCOO((v, idx.T), shape=shape)
+
+
+def sparse_csr_tensor(crows, cols, values, shape, dtype=None, place=None, stop_gradient=True):
+    """A CSR sparse tensor (2-D, or 3-D batched) in Paddle's layout.
+
+    Args:
+      crows: row pointers, `[M + 1]`, or `[B * (M + 1)]` for 3-D (each
+        batch's pointers start at 0).
+      cols: column index of each value, `[nnz]` (batches concatenated).
+      values: `[nnz]`.
+      shape: `[M, N]` or `[B, M, N]`.
+      dtype: the values' dtype.
+
+    Returns:
+      A `jax.experimental.sparse.BCSR` (3-D: one batch dim, each batch
+      padded to the largest nnz eagerly, to the total nnz under jit).
+
+    Example:
+        >>> import pdx
+        >>> x = pdx.sparse.sparse_csr_tensor([0, 2, 3, 5], [1, 3, 2, 0, 1], [1., 2., 3., 4., 5.], [3, 4])
+        >>> pdx.sparse.to_dense(x).tolist()
+        [[0.0, 1.0, 0.0, 2.0], [0.0, 0.0, 3.0, 0.0], [4.0, 5.0, 0.0, 0.0]]
+    """
+    op = "sparse_csr_tensor"
+    cr = _index_array(crows, "crows", op)
+    co = _index_array(cols, "cols", op)
+    v = _values(values, dtype, op)
+    shape = tuple(int(s) for s in shape) if shape is not None else None
+    if shape is None or len(shape) not in (2, 3):
+        raise op_error(f"sparse.{op}", f"`shape` must be [M, N] or [B, M, N]; got {shape!r}")
+    if cr.ndim != 1 or co.ndim != 1 or v.ndim != 1 or co.shape[0] != v.shape[0]:
+        raise op_error(f"sparse.{op}", f"`crows`, `cols` and `values` must be 1-D with len(cols) == len(values); "
+                                       f"got shapes {tuple(cr.shape)}, {tuple(co.shape)}, {tuple(v.shape)}")
+    m = shape[-2]
+    batches = 1 if len(shape) == 2 else shape[0]
+    if cr.shape[0] != batches * (m + 1):
+        raise op_error(f"sparse.{op}", f"`crows` must have {'' if batches == 1 else 'B * '}(M + 1) = "
+                                       f"{batches * (m + 1)} entries for shape {list(shape)}; got {cr.shape[0]}")
+    if len(shape) == 2:
+        return BCSR((v, co, cr), shape=shape)
+    ptr = cr.reshape(batches, m + 1)
+    count = ptr[:, -1]
+    start = jnp.concatenate([jnp.zeros((1,), count.dtype), jnp.cumsum(count)[:-1]])
+    nnz_total = co.shape[0]
+    width = int(np.asarray(count).max(initial=0)) if concrete(cr) else nnz_total
+    pos = start[:, None] + jnp.arange(width)[None, :]
+    ok = jnp.arange(width)[None, :] < count[:, None]
+    safe = jnp.clip(pos, 0, max(nnz_total - 1, 0))
+    if nnz_total:
+        vals = jnp.where(ok, v[safe], jnp.zeros((), v.dtype))
+        cidx = jnp.where(ok, co[safe], 0)
+    else:
+        vals, cidx = jnp.zeros((batches, width), v.dtype), jnp.zeros((batches, width), index_dtype())
+    return BCSR((vals, cidx, ptr), shape=shape)
+
+
+# ---------------------------------------------------------------- predicates and accessors
+
+
+def is_sparse(x) -> bool:
+    """Whether `x` is a sparse tensor (COO or CSR); Paddle's `Tensor.is_sparse()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.is_sparse(pdx.sparse.to_sparse_coo(jnp.eye(2), 2)), pdx.sparse.is_sparse(jnp.eye(2))
+        (True, False)
+    """
+    return fmt(x) is not None
+
+
+def is_sparse_coo(x) -> bool:
+    """Whether `x` is a COO sparse tensor; Paddle's `Tensor.is_sparse_coo()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.is_sparse_coo(pdx.sparse.to_sparse_coo(jnp.eye(2), 2))
+        True
+    """
+    return fmt(x) == "coo"
+
+
+def is_sparse_csr(x) -> bool:
+    """Whether `x` is a CSR sparse tensor; Paddle's `Tensor.is_sparse_csr()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.is_sparse_csr(pdx.sparse.to_sparse_csr(jnp.eye(2)))
+        True
+    """
+    return fmt(x) == "csr"
+
+
+def to_dense(x):
+    """The dense array of a sparse tensor (duplicates summed); a dense `x` is returned as is.
+
+    Paddle's `Tensor.to_dense()`.
+
+    Example:
+        >>> import pdx
+        >>> pdx.sparse.to_dense(pdx.sparse.sparse_coo_tensor([[0, 0], [1, 1]], [1., 2.], [1, 2])).tolist()
+        [[0.0, 3.0]]
+    """
+    if fmt(x) is None:
+        return as_array(x, op="sparse.to_dense")
+    return as_coo(x, "to_dense").todense()
+
+
+def to_sparse_coo(x, sparse_dim=None):
+    """COO form of a dense tensor (its nonzeros) or of a CSR tensor; Paddle's `Tensor.to_sparse_coo(sparse_dim)`.
+
+    Args:
+      x: a dense tensor or a CSR tensor.
+      sparse_dim: how many leading dims are sparse (default: all); the rest
+        become dense dims of the values.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.indices(pdx.sparse.to_sparse_coo(jnp.array([[0., 1.], [2., 0.]]), 2)).tolist()
+        [[0, 1], [1, 0]]
+    """
+    op = "to_sparse_coo"
+    if fmt(x) == "coo":
+        return x
+    if fmt(x) == "csr":
+        return csr_to_coo(x)
+    x = as_array(x, op=f"sparse.{op}")
+    sd = x.ndim if sparse_dim is None else int(sparse_dim)
+    if not 1 <= sd <= x.ndim:
+        raise op_error(f"sparse.{op}", f"`sparse_dim` must be in [1, {x.ndim}] for a {x.ndim}-D tensor; got {sparse_dim!r}")
+    n_dense = x.ndim - sd
+    if concrete(x):
+        nz = np.asarray(x != 0)
+        nz = nz.reshape(nz.shape[:sd] + (-1,)).any(-1) if n_dense else nz
+        nse = int(nz.sum())
+    else:
+        nse = int(np.prod(x.shape[:sd]))
+    out = BCOO.fromdense(x, nse=nse, n_dense=n_dense, index_dtype=index_dtype())
+    return out
+
+
+def to_sparse_csr(x):
+    """CSR form of a dense 2-D/3-D tensor (its nonzeros) or of a COO tensor; Paddle's `Tensor.to_sparse_csr()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> x = pdx.sparse.to_sparse_csr(jnp.array([[0., 1.], [2., 0.]]))
+        >>> pdx.sparse.crows(x).tolist(), pdx.sparse.cols(x).tolist()
+        ([0, 1, 2], [1, 0])
+    """
+    op = "to_sparse_csr"
+    if fmt(x) == "csr":
+        return x
+    if fmt(x) == "coo":
+        return coo_to_csr(x, op)
+    x = as_array(x, op=f"sparse.{op}")
+    if x.ndim not in (2, 3):
+        raise op_error(f"sparse.{op}", f"`x` must be 2-D or 3-D for CSR; got shape {tuple(x.shape)}")
+    return coo_to_csr(to_sparse_coo(x), op)
+
+
+def indices(x):
+    """The indices `[sparse_dim, nnz]` of a COO tensor; Paddle's `Tensor.indices()`.
+
+    Example:
+        >>> import pdx
+        >>> pdx.sparse.indices(pdx.sparse.sparse_coo_tensor([[0, 1], [1, 0]], [1., 2.], [2, 2])).tolist()
+        [[0, 1], [1, 0]]
+    """
+    if fmt(x) != "coo":
+        raise TypeError(f"pdx.sparse.indices: `x` must be a COO sparse tensor; got {type(x).__name__} "
+                        "(for CSR use crows(x) / cols(x))")
+    return as_coo(x, "indices").indices.T
+
+
+def _csr_parts(x, op: str):
+    if x.n_batch == 0:
+        return x.indptr, x.indices, x.data
+    if not concrete(x.indptr):
+        raise op_error(f"sparse.{op}", "a batched CSR tensor's concatenated cols/values have a data-dependent "
+                                       "length: call this eagerly (outside jit)")
+    count = np.asarray(x.indptr[:, -1])
+    cols_ = jnp.concatenate([x.indices[b, :c] for b, c in enumerate(count)])
+    vals = jnp.concatenate([x.data[b, :c] for b, c in enumerate(count)])
+    return x.indptr.reshape(-1), cols_, vals
+
+
+def values(x):
+    """The stored values of a sparse tensor; Paddle's `Tensor.values()`.
+
+    Example:
+        >>> import pdx
+        >>> pdx.sparse.values(pdx.sparse.sparse_coo_tensor([[0, 1], [1, 0]], [1., 2.], [2, 2])).tolist()
+        [1.0, 2.0]
+    """
+    f = fmt(require_sparse(x, "values"))
+    if f == "coo":
+        return x.data
+    return _csr_parts(x, "values")[2]
+
+
+def crows(x):
+    """The row pointers of a CSR tensor (`[B * (M + 1)]` when batched); Paddle's `Tensor.crows()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.crows(pdx.sparse.to_sparse_csr(jnp.eye(2))).tolist()
+        [0, 1, 2]
+    """
+    if fmt(x) != "csr":
+        raise TypeError(f"pdx.sparse.crows: `x` must be a CSR sparse tensor; got {type(x).__name__}")
+    return x.indptr.reshape(-1)
+
+
+def cols(x):
+    """The column indices of a CSR tensor (batches concatenated); Paddle's `Tensor.cols()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.cols(pdx.sparse.to_sparse_csr(jnp.eye(2))).tolist()
+        [0, 1]
+    """
+    if fmt(x) != "csr":
+        raise TypeError(f"pdx.sparse.cols: `x` must be a CSR sparse tensor; got {type(x).__name__}")
+    return _csr_parts(x, "cols")[1]
+
+
+def nnz(x) -> int:
+    """The number of stored entries (including explicit zeros); Paddle's `Tensor.nnz()`.
+
+    Example:
+        >>> import pdx, jax.numpy as jnp
+        >>> pdx.sparse.nnz(pdx.sparse.to_sparse_coo(jnp.eye(3), 2))
+        3
+    """
+    f = fmt(require_sparse(x, "nnz"))
+    if f == "coo":
+        return int(compact(as_coo(x, "nnz")).nse)
+    if x.n_batch == 0:
+        return int(x.indptr[-1]) if concrete(x.indptr) else int(x.nse)
+    return int(np.asarray(x.indptr[:, -1]).sum()) if concrete(x.indptr) else int(x.indices.size)
+
+
+def coalesce(x, name=None):
+    """Sort a COO tensor's entries and sum duplicates.
+
+    Example:
+        >>> import pdx
+        >>> x = pdx.sparse.coalesce(pdx.sparse.sparse_coo_tensor([[1, 0, 1], [0, 1, 0]], [1., 2., 3.], [2, 2]))
+        >>> pdx.sparse.indices(x).tolist(), pdx.sparse.values(x).tolist()
+        ([[0, 1], [1, 0]], [2.0, 4.0])
+    """
+    if fmt(x) != "coo":
+        raise TypeError(f"pdx.sparse.coalesce: `x` must be a COO sparse tensor (as in Paddle); got {type(x).__name__}")
+    return coalesced(as_coo(x, "coalesce"))
+
+
+def csr_coords(x: BCSR) -> tuple:
+    """Index arrays aligned with `x.data` ((row, col), or (batch, row, col) when batched).
+
+    Padding entries (past a row pointer's end) get clipped, in-range indices:
+    whatever is computed for them is ignored, since BCSR never reads them.
+    """
+    m = x.shape[-2]
+    nse = x.indices.shape[-1]
+    j = jnp.arange(nse)
+    if x.n_batch == 0:
+        row = jnp.clip(jnp.searchsorted(x.indptr, j, side="right") - 1, 0, m - 1)
+        return row, x.indices
+    row = jax.vmap(lambda p: jnp.clip(jnp.searchsorted(p, j, side="right") - 1, 0, m - 1))(x.indptr)
+    b = jnp.broadcast_to(jnp.arange(x.shape[0])[:, None], x.indices.shape)
+    return b, row, x.indices
+
+
+def linear_keys(coo: BCOO) -> jax.Array:
+    """Row-major linear index of each entry's sparse coordinates; padding maps past the end."""
+    sparse_shape = coo.shape[:coo.n_sparse]
+    total = int(np.prod(sparse_shape, dtype=np.int64))
+    if total >= 2 ** 31 - 1:
+        raise ValueError(f"pdx.sparse: this op linearizes indices and supports at most 2**31 - 1 positions; "
+                         f"got sparse shape {tuple(sparse_shape)}")
+    strides = np.cumprod((1,) + tuple(sparse_shape[::-1]))[:-1][::-1]
+    key = (coo.indices * jnp.asarray(strides, coo.indices.dtype)).sum(axis=1) if coo.n_sparse else jnp.zeros((coo.nse,), jnp.int32)
+    return jnp.where(valid_mask(coo), key, total)
