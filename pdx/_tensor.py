@@ -647,20 +647,20 @@ _IN_PLACE_HINTS = {
     "uniform_": "x = pdx.uniform(x.shape, min=..., max=...)",
     "normal_": "x = pdx.normal(mean, std, x.shape)",
     "bernoulli_": "x = pdx.bernoulli(p)",
-    "exponential_": "draw a new tensor with jax.random.exponential",
-    "cauchy_": "draw a new tensor with jax.random.cauchy",
-    "geometric_": "draw a new tensor with jax.random.geometric",
-    "log_normal_": "draw a new tensor with jax.random.lognormal",
+    "exponential_": "x = jax.random.exponential(key, x.shape) / lam",
+    "cauchy_": "x = loc + scale * jax.random.cauchy(key, x.shape)",
+    "geometric_": "x = jax.random.geometric(key, p, x.shape)",
+    "log_normal_": "x = jnp.exp(mean + std * jax.random.normal(key, x.shape))",
     "random_": "x = pdx.randint(low, high, x.shape)",
     "copy_": "x = y (arrays are values; rebinding copies nothing)",
     "set_": "x = y",
     "index_put_": "x = x.at[indices].set(value)",
     "fill_diagonal_": "x = x.at[jnp.diag_indices(n)].set(value)",
-    "requires_grad_": "gradients are taken with pdx.grad / pdx.value_and_grad with respect to function arguments",
-    "grad_": "gradients are returned by pdx.grad / pdx.value_and_grad",
+    "requires_grad_": "grads = pdx.grad(f)(x) (gradients are taken with respect to function arguments)",
+    "grad_": "grads = pdx.grad(f)(x) (gradients are returned, not stored)",
     "detach_": "x = x.detach()",
     "resize_": "x = x.reshape(shape) (or pdx.zeros(shape) for a new size)",
-    "reconstruct_from_": "build a new tensor",
+    "reconstruct_from_": "x = pdx.to_tensor(data)",
 }
 
 
@@ -742,6 +742,13 @@ def register() -> dict[str, str]:
     pdx = sys.modules["pdx"]
     _PDX = pdx
     plan = _plan(pdx)
+    for (cls, name), attr in list(_INSTALLED.items()):
+        if name not in plan and cls.__dict__.get(name) is attr:  # its pdx op is gone
+            if (cls, name) in _JAX_ORIGINAL:
+                setattr(cls, name, _JAX_ORIGINAL.pop((cls, name)))
+            else:
+                delattr(cls, name)
+            del _INSTALLED[(cls, name)]
     for cls in _array_classes():
         for name, (status, attr) in plan.items():
             key = (cls, name)
