@@ -261,8 +261,12 @@ class LKJCholesky(Distribution):
         kb, kn = jax.random.split(key)
         c = self.concentration
         marginal = c + 0.5 * (self.dim - 2)
-        offset = jnp.concatenate([jnp.zeros((1,), c.dtype), jnp.arange(self.dim - 1, dtype=c.dtype)])
-        y = Beta(offset + 0.5, marginal[..., None] - 0.5 * offset).sample(shape, key=kb)[..., None]
+        # Row i (i >= 1) draws its squared length y ~ Beta(i / 2, marginal - (i - 1) / 2) (Lewandowski,
+        # Kurowicka and Joe 2009, section 3.2); row 0 is unused (its direction is zero).
+        row = jnp.arange(self.dim, dtype=c.dtype)
+        conc1 = jnp.maximum(row / 2, 0.5)
+        conc0 = marginal[..., None] - 0.5 * jnp.maximum(row - 1, 0)
+        y = Beta(conc1, conc0).sample(shape, key=kb)[..., None]
         u = jnp.tril(jax.random.normal(kn, self._extend_shape(shape), c.dtype), -1)
         norm = jnp.linalg.norm(u, axis=-1, keepdims=True)
         u = jnp.where(norm > 0, u / jnp.where(norm > 0, norm, 1.0), 0.0)
