@@ -1,4 +1,4 @@
-"""Dropout layers (Paddle's Dropout, Dropout2D, Dropout3D, AlphaDropout).
+"""Dropout layers (Paddle's Dropout, Dropout2D, Dropout3D, AlphaDropout, FeatureAlphaDropout).
 
 Each layer owns its PRNG key as an `RngState` variable. In training mode every
 call splits it (keeping one half, masking with the other), so the layer draws
@@ -12,7 +12,7 @@ import pdx.nn.functional as F
 from pdx.nn._common import init_rng_state, layer_error, next_rng
 from pdx.nn._layer import Layer, as_rngs
 
-__all__ = ["AlphaDropout", "Dropout", "Dropout2D", "Dropout3D"]
+__all__ = ["AlphaDropout", "Dropout", "Dropout2D", "Dropout3D", "FeatureAlphaDropout"]
 
 _MODES = ("upscale_in_train", "downscale_in_infer")
 
@@ -149,3 +149,21 @@ class AlphaDropout(_RandomLayer):
     def extra_repr(self) -> str:
         name = f", name={self.name}" if self.name else ""
         return f"p={self.p}{name}"
+
+
+class FeatureAlphaDropout(AlphaDropout):
+    """AlphaDropout of whole channels: one mask value per [N, C] (Paddle's `nn.FeatureAlphaDropout`).
+
+    Args:
+      p: drop probability in [0, 1].
+      name: ignored.
+      rngs: seed of the layer's key (see `Dropout`).
+
+    Example:
+      >>> import pdx, jax.numpy as jnp
+      >>> pdx.nn.FeatureAlphaDropout(0.2).eval()(jnp.ones((1, 2, 3))).shape
+      (1, 2, 3)
+    """
+
+    def forward(self, input):  # noqa: A002
+        return F.feature_alpha_dropout(input, p=self.p, training=self.training, key=self._key())
