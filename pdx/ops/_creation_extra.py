@@ -240,7 +240,24 @@ def from_dlpack(dlpack):
     if not hasattr(dlpack, "__dlpack__"):
         raise TypeError("pdx.from_dlpack: `dlpack` must implement __dlpack__ (a torch/paddle/numpy array); "
                         f"got {type(dlpack).__name__}. Raw capsules are not accepted by JAX.")
+    if hasattr(dlpack, "__dlpack_device__"):
+        kind, index = dlpack.__dlpack_device__()
+        if index is None:  # paddle reports no device index for CPU tensors
+            dlpack = _DeviceIndexed(dlpack, (kind, 0))
     return jax.dlpack.from_dlpack(dlpack)
+
+
+class _DeviceIndexed:
+    """A DLPack producer with its device index filled in."""
+
+    def __init__(self, source, device):
+        self._source, self._device = source, device
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._source.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._device
 
 
 def to_dlpack(x):

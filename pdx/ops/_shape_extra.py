@@ -435,15 +435,17 @@ def unfold(x, axis, size, step, name=None):
 
 
 def as_strided(x, shape, stride, offset=0, name=None):
-    """A tensor of `shape` whose element `i` is `x.flatten()[offset + sum(i_k * stride[k])]`.
+    """A tensor of `shape` whose element `i` is `x.flatten()[offset / itemsize + sum(i_k * stride[k])]`.
 
-    pdx gathers the elements into a new array (there are no shared-storage views).
+    As in Paddle, `stride` counts elements and `offset` counts bytes (a
+    multiple of the element size). pdx gathers the elements into a new array
+    (there are no shared-storage views).
 
     Args:
       x: a tensor.
       shape: output shape.
       stride: element stride per output dim.
-      offset: start offset into the flattened `x`.
+      offset: start offset into the flattened `x`, in bytes.
       name: ignored.
 
     Returns:
@@ -459,7 +461,11 @@ def as_strided(x, shape, stride, offset=0, name=None):
     strides = int_list(stride, op="as_strided", name="stride")
     if len(strides) != len(dims):
         raise op_error("as_strided", f"`stride`={strides} needs one entry per dim of shape={list(dims)}")
-    idx = np.full(dims, int(offset), np.int64)
+    offset = static_int(offset, op="as_strided", name="offset")
+    if offset < 0 or offset % x.dtype.itemsize:
+        raise op_error("as_strided", f"`offset`={offset} is in bytes and must be a non-negative multiple of "
+                                     f"the element size {x.dtype.itemsize} ({x.dtype})")
+    idx = np.full(dims, offset // x.dtype.itemsize, np.int64)
     for k, (d, s) in enumerate(zip(dims, strides)):
         idx = idx + (np.arange(d) * s).reshape([-1 if j == k else 1 for j in range(len(dims))])
     if idx.size and (idx.min() < 0 or idx.max() >= x.size):

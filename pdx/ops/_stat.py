@@ -11,6 +11,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pdx._dtype import default_float, default_int
 from pdx.ops._checks import dtype_arg, reduce_axes, static_int
@@ -194,8 +195,8 @@ def _quantile(op, fn, x, q, axis, keepdim, interpolation):
     if qa.ndim > 1:
         raise op_error(op, f"`q` must be a number or a 1-D list/tensor; got shape {tuple(qa.shape)}")
     if not isinstance(q, jax.core.Tracer):
-        qv = jnp.asarray(q)
-        if bool(jnp.any((qv < 0) | (qv > 1))):
+        qv = np.asarray(q, np.float64)
+        if np.any((qv < 0) | (qv > 1)):
             raise op_error(op, f"`q`={q!r} must lie in [0, 1]")
     axes = reduce_axes(axis, x.ndim, op=op)
     return fn(x, qa, axis=axes, keepdims=keepdim, method=interpolation)

@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from ops_testutil import grads_match, run_both, traces_like_eager
+from extra_testutil import check_forward, check_grads
 
 import pdx
 
@@ -139,18 +139,7 @@ LOOSE = {"lgamma", "gammaln", "digamma", "polygamma1", "polygamma2", "i0", "i0e"
 
 
 def test_forward_matches_paddle(paddle, rng):
-    failures = []
-    for case_id, fn, makers in FORWARD:
-        tol = 1e-4 if case_id in LOOSE else 1e-5
-        try:
-            run_both(paddle, fn, [make(rng) for make in makers], rtol=tol, atol=tol)
-        except Exception as e:  # noqa: BLE001 (report every failing case at once)
-            failures.append(f"{case_id}: {e}")
-    assert not failures, "\n".join(failures)
-
-
-def test_forward_cases_trace_under_jit(rng):
-    traces_like_eager(FORWARD, rng)
+    check_forward(paddle, rng, FORWARD, loose=LOOSE)
 
 
 GRADS = [
@@ -174,13 +163,7 @@ GRADS = [
 
 
 def test_grads_match_paddle(paddle, rng):
-    failures = []
-    for case_id, fn, makers, wrt in GRADS:
-        try:
-            grads_match(paddle, fn, [make(rng) for make in makers], wrt, rng, rtol=1e-4, atol=1e-4)
-        except Exception as e:  # noqa: BLE001 (report every failing case at once)
-            failures.append(f"{case_id}: {e}")
-    assert not failures, "\n".join(failures)
+    check_grads(paddle, rng, GRADS)
 
 
 def test_bad_input_names_the_argument():
