@@ -143,7 +143,9 @@ def save(layer, path, input_spec=None, **configs):
       layer: a `pdx.nn.Layer` or a function (a `pdx.jit` StaticFunction too).
       path: the artifact directory.
       input_spec: a list of `pdx.jit.InputSpec`; may be omitted when the
-        layer/function was decorated with `pdx.jit.to_static(input_spec=...)`.
+        layer/function was decorated with `pdx.jit.to_static(input_spec=...)`,
+        or after its `to_static` function ran: the shapes of the last call are
+        used (as Paddle does).
       **configs: passed to `pdx.export.export` (name, output_names, platforms, ...).
 
     Returns:
@@ -157,12 +159,17 @@ def save(layer, path, input_spec=None, **configs):
       (2, 2)
     """
     if input_spec is None:
-        static = _layer._static_layers.get(layer) if isinstance(layer, _layer.Layer) else layer
+        static = layer
+        if isinstance(layer, _layer.Layer):  # pdx.jit(layer), or @pdx.jit on the class's forward
+            static = _layer._static_layers.get(layer) or getattr(type(layer), "forward", None)
         input_spec = getattr(static, "_input_spec", None)
+        if input_spec is None and hasattr(static, "last_input_spec"):
+            input_spec = static.last_input_spec()
         if input_spec is None:
             raise ValueError("pdx.jit.save: input_spec is required (e.g. [pdx.jit.InputSpec([None, 3, 224, 224], "
                              "'float32', 'image')]) unless the layer was decorated with "
-                             "pdx.jit.to_static(input_spec=...)")
+                             "pdx.jit.to_static(input_spec=...) or its to_static function has run once "
+                             "(then the shapes of that call are used)")
     if "targets" in configs:
         raise TypeError("pdx.jit.save writes the XLA target only; use pdx.export.export(..., targets=[...]) "
                         "for IREE targets")

@@ -60,6 +60,16 @@ _UNTHREADED_STATE = (
 )
 
 
+_ESCAPED_FROM_LOOP = (
+    "pdx.jit: a value computed inside a compiled loop escaped it (it was stored outside the "
+    "loop's variables, e.g. `obj.attr = ...`, `self.attr = ...` or a global). A loop whose "
+    "condition or iterable is traced runs as one XLA loop, and only its local variables are "
+    "carried out. Loops compiled in this trace:\n{locations}\n"
+    "Keep the value in a local variable (`total = total + x`) and assign the attribute after "
+    "the loop, or loop over a Python range (unrolled)."
+)
+
+
 _NESTED_STATE = (
     "pdx.jit: {fn} got a Layer/optimizer inside a list/tuple/dict ({where}). Its "
     "changes (parameters, BatchNorm statistics, optimizer state) could not be carried "
@@ -141,14 +151,18 @@ def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
 
 _GraphNode = nnx.Pytree
 _CONTAINERS = (list, tuple, dict)
-_NODE, _CONTAINER, _OTHER = "node", "container", "other"
+# Python scalars are compile-time constants, as in Paddle's to_static: `if training:` and
+# `range(n)` on them stay Python, and each distinct value compiles once.
+_PY_SCALARS = (bool, int, float, str)
+_NODE, _CONTAINER, _SCALAR, _OTHER = "node", "container", "scalar", "other"
 _KINDS: dict[type, str] = {}
 
 
 def _classify(cls: type) -> str:
     """Cache what an argument type is: isinstance on nnx's ABC-based classes
     costs more than a dict lookup on every call."""
-    kind = _NODE if issubclass(cls, _GraphNode) else _CONTAINER if issubclass(cls, _CONTAINERS) else _OTHER
+    kind = (_NODE if issubclass(cls, _GraphNode) else _CONTAINER if issubclass(cls, _CONTAINERS)
+            else _SCALAR if cls in _PY_SCALARS else _OTHER)
     _KINDS[cls] = kind
     return kind
 _raw_value = operator.attrgetter("_raw_value")
@@ -163,6 +177,9 @@ def _reject_nested_state(container, where: str, fn: str) -> None:
 def _plan_holds(plan: tuple, args: tuple) -> bool:
     for i, obj in plan[2]:
         if args[i] is not obj:
+            return False
+    for i, value in plan[6]:
+        if args[i] != value:
             return False
     for holder, name, obj in plan[5]:
         if (holder[name] if name is not None else holder.cell_contents) is not obj:
@@ -208,6 +225,7 @@ class StaticFunction:
         self._graph_ids: dict = {}
         self._current: Graph | None = None
         self._plan: tuple | None = None
+        self._last_args: tuple | None = None
         self._jitted = jax.jit(self._traced, static_argnums=(0,),
                                donate_argnums=(1,) if donate_state else (), backend=backend)
 
@@ -233,9 +251,9 @@ class StaticFunction:
                 layout[i] = ("g", len(objs))
                 objs.append(a)
                 dyn_args[i] = None
-            elif i in static_pos:
+            elif i in static_pos or kind is _SCALAR:
                 layout = layout or [None] * len(args)
-                layout[i] = ("s", a)
+                layout[i] = ("s", a, type(a))  # the type too: 1 == True must not share a trace
                 dyn_args[i] = None
             elif kind is _CONTAINER:
                 _reject_nested_state(a, f"argument {i}", self.__name__)
@@ -247,8 +265,8 @@ class StaticFunction:
                 if isinstance(v, _GraphNode):
                     kw_layout.append((k, "g", len(objs)))
                     objs.append(v)
-                elif k in self._static_argnames:
-                    kw_layout.append((k, "s", v))
+                elif k in self._static_argnames or type(v) in _PY_SCALARS:
+                    kw_layout.append((k, "s", v, type(v)))
                 else:
                     if isinstance(v, _CONTAINERS):
                         _reject_nested_state(v, f"argument {k!r}", self.__name__)
@@ -272,11 +290,12 @@ class StaticFunction:
             return self.dygraph_function(*args, **kwargs)
         if self._input_spec is not None:
             check_inputs(self._input_spec, args, fn=self.__name__)
+        self._last_args = args  # pdx.jit.save without input_spec exports this signature, as Paddle does
         plan = self._plan
         if (plan is not None and not kwargs and plan[0] == _layer._structure["epoch"]
                 and plan[1] == tuple(map(type, args)) and _plan_holds(plan, args)):
             graph, static, dyn_args = plan[3], plan[4], list(args)
-            for i, _ in plan[2]:
+            for i, _ in plan[2] + plan[6]:
                 dyn_args[i] = None
             dyn_kwargs = kwargs
         else:
@@ -285,7 +304,13 @@ class StaticFunction:
         # Read by _traced when this call traces; left in place afterwards (the
         # graph holds the same objects) because resetting costs per-call time.
         self._current = graph
-        out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
+        try:
+            out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
+        except jax.errors.UnexpectedTracerError as e:
+            if not _dy2static_runtime.compiled_loop_locations:
+                raise
+            raise _dy2static.Dy2StaticError(_ESCAPED_FROM_LOOP.format(
+                locations="\n".join(_dy2static_runtime.compiled_loop_locations))) from e
         if updates:
             graph.write(updates)
             graph.epoch = _layer._structure["epoch"]  # a first trace may build helper layers
@@ -300,15 +325,33 @@ class StaticFunction:
         if kwargs or self._static_pos or any(_KINDS.get(t) is _CONTAINER for t in types):
             return None
         nodes = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _NODE)
+        scalars = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _SCALAR)
         free = tuple((holder, name, holder[name] if name is not None else holder.cell_contents)
                      for holder, name in self._free_refs)
-        return (graph.epoch, types, nodes, graph, static, free)
+        return (graph.epoch, types, nodes, graph, static, free, scalars)
 
     def lower(self, *args, **kwargs):
         """`jax.stages.Lowered` for these inputs (StableHLO via `.as_text()`)."""
         graph, _, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
         self._current = graph
         return self._jitted.lower(static, graph.values(), dyn_args, dyn_kwargs)
+
+    def last_input_spec(self) -> list[InputSpec] | None:
+        """InputSpecs of the array arguments of the most recent call (None before any call).
+
+        Layers/optimizers are skipped; the specs stop at the first argument that is
+        not an array (Python values are constants of the program).
+        """
+        if self._last_args is None:
+            return None
+        specs = []
+        for a in self._last_args:
+            if is_graph_node(a):
+                continue
+            if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+                break
+            specs.append(InputSpec(list(a.shape), str(a.dtype)))
+        return specs
 
     def cache_size(self) -> int:
         """How many times the function was traced (one per input signature)."""
@@ -356,12 +399,13 @@ class StaticFunction:
             else:
                 args.append(slot[1])
         kwargs = dict(dyn_kwargs)
-        for k, kind, v in kw_layout:
+        for k, kind, v, *_ in kw_layout:
             kwargs[k] = objs[v] if kind == "g" else v
 
         options = _dy2static.options()
         saved, options.full_graph = options.full_graph, self._full_graph
         del _dy2static_runtime.traced_while_locations[:]
+        del _dy2static_runtime.compiled_loop_locations[:]
         try:
             out, new_values = self._run(graph, values, args, kwargs)
         except nnx_errors.TraceContextError as e:

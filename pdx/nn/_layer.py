@@ -177,6 +177,12 @@ class Layer(nnx.Module):
         if isinstance(value, (list, tuple)) and any(isinstance(v, nnx.Module) for v in value):
             raise TypeError(_PLAIN_LIST_OF_LAYERS.format(
                 name=name, owner=type(self).__name__, kind=type(value).__name__))
+        if type(value) in (list, dict):
+            # Paddle code keeps plain containers on layers (`self.cache = {}`, `self.blocks = []`
+            # filled with `self.add_sublayer(...)` results). nnx would freeze an empty one as a
+            # static attribute and refuse it once it holds a layer or array; as data it may hold
+            # anything. Its layers stay named by where they were registered, as in Paddle.
+            value = nnx.data(value)
         _structure["epoch"] += 1
         super().__setattr__(name, value)
 

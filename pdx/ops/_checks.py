@@ -73,7 +73,7 @@ def broadcast_shapes(op: str, **arrays) -> tuple[int, ...]:
     """The broadcast shape of named arrays, or an error that prints every shape."""
     shapes = {name: tuple(jnp.shape(a)) for name, a in arrays.items()}
     try:
-        return tuple(np.broadcast_shapes(*shapes.values()))
+        return tuple(jnp.broadcast_shapes(*shapes.values()))
     except ValueError:
         listed = " and ".join(f"{name}.shape={shape}" for name, shape in shapes.items())
         raise op_error(op, f"{listed} cannot be broadcast together; dims must be equal or 1 "

@@ -45,6 +45,13 @@ def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
     return int(axis) % max(ndim, 1)
 
 
+def _dim(s):
+    """An int, or a symbolic dimension (export with `None` dims) kept as it is."""
+    if isinstance(s, (int, np.integer)) or not jax.export.is_symbolic_dim(s):
+        return int(s)
+    return s
+
+
 def shape_list(shape, *, op: str, name: str = "shape") -> tuple[int, ...]:
     """Paddle accepts an int, list/tuple of ints, or a 1-D integer tensor as a shape."""
     if isinstance(shape, (int, np.integer)):
@@ -52,5 +59,5 @@ def shape_list(shape, *, op: str, name: str = "shape") -> tuple[int, ...]:
     if isinstance(shape, (jax.Array, np.ndarray)):
         return tuple(int(s) for s in np.asarray(shape).reshape(-1))
     if isinstance(shape, Sequence):
-        return tuple(int(s) for s in shape)
+        return tuple(_dim(s) for s in shape)
     raise TypeError(f"pdx.{op}: `{name}` must be an int, a list/tuple of ints or a 1-D tensor; got {shape!r}")

@@ -67,6 +67,8 @@ def reshape(x, shape, name=None):
             raise op_error("reshape", f"shape={dims} has an invalid dim {d}; use -1 to infer one dim")
     if dims.count(-1) > 1:
         raise op_error("reshape", f"shape={dims} has more than one -1; only one dim can be inferred")
+    if any(map(jax.export.is_symbolic_dim, (*dims, *x.shape))):
+        return jnp.reshape(x, dims)  # dims unknown until run (export with None dims): JAX checks sizes
     known = prod_int(d for d in dims if d != -1)
     if -1 in dims:
         if known == 0 or x.size % known:

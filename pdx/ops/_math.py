@@ -1008,7 +1008,7 @@ def _matmul_shapes(xs, ys, op):
                            f"on the contracted dim ({kx} vs {ky})")
     bx, by = xs[:-2], ys[:-2]
     try:
-        np.broadcast_shapes(bx, by)
+        jnp.broadcast_shapes(bx, by)
     except ValueError:
         raise op_error(op, f"batch dims {bx} of x.shape={xs} and {by} of y.shape={ys} cannot be "
                            "broadcast together") from None

@@ -38,6 +38,8 @@ _local = threading.local()
 # Locations of traced-trip-count loops built by the current trace, for the
 # reverse-mode error that JAX raises later while differentiating them.
 traced_while_locations: list[str] = []
+# Every converted loop compiled in the current trace (to name it when a value escapes one).
+compiled_loop_locations: list[str] = []
 
 
 class Dy2StaticError(TypeError):
@@ -179,28 +181,40 @@ class FunctionRuntime:
         return Dy2StaticError(f"pdx.jit: {what}\n{self.where(loc)}\n{fix}")
 
     # -- expressions ---------------------------------------------------------------
+    # `a and b` / `a or b`: Python's rules while the left value is a Python value;
+    # a traced left value meets a Python right value the way Paddle's converter
+    # does (`b and a` / `b or a`, so `mask and None` is None); two traced values
+    # give the elementwise logical op.
     @staticmethod
     def and_(*thunks):
         value = thunks[0]()
         for thunk in thunks[1:]:
-            if _traced(value):
-                value = jnp.logical_and(value, thunk())
-            elif not value:
-                return value
-            else:
+            if not _traced(value):
+                if not value:
+                    return value
                 value = thunk()
+                continue
+            right = thunk()
+            if _traced(right):
+                value = jnp.logical_and(value, right)
+            elif not right:
+                return right
         return value
 
     @staticmethod
     def or_(*thunks):
         value = thunks[0]()
         for thunk in thunks[1:]:
-            if _traced(value):
-                value = jnp.logical_or(value, thunk())
-            elif value:
-                return value
-            else:
+            if not _traced(value):
+                if value:
+                    return value
                 value = thunk()
+                continue
+            right = thunk()
+            if _traced(right):
+                value = jnp.logical_or(value, right)
+            elif right:
+                return right
         return value
 
     @staticmethod
@@ -444,6 +458,8 @@ class FunctionRuntime:
         values (stacked by scan); undefined variables stay out of the carry.
         """
         bound = _current_max() if trip is None else None
+        compiled_loop_locations.append(self.where(loc))
+        del compiled_loop_locations[:-8]
         state = list(state)
         lists = {}
         for i, (name, value) in enumerate(zip(names, state)):
