@@ -7,8 +7,8 @@ top level, `paddle.nn` and `paddle.nn.functional`) and the public methods of
 
 * ``implemented`` — pdx has the name in the matching module (for Tensor
   methods: the method exists on `jax.Array` once pdx is imported);
-* ``alias`` — implemented, and the object is the same as another public name
-  of the module (`nn.Conv2d is nn.Conv2D`);
+* ``alias`` — implemented, as a second name of a class or function defined
+  under another name (`nn.Conv2d is nn.Conv2D`);
 * ``in-place`` — Paddle's in-place form (`relu_`, `add_`): pdx tensors are
   immutable `jax.Array`s; where pdx defines the name it raises an error naming
   the functional form. Counted apart, outside the coverage percentage;
@@ -157,11 +157,10 @@ def _pdx_lookup(pdx_name: str):
     return lambda n: getattr(module, n, None)
 
 
-def _is_alias(obj, name: str, module) -> bool:
-    if module is None or isinstance(obj, (bool, int, float, str)) or obj is None:
-        return False
-    return any(other != name and not other.startswith("_") and getattr(module, other, None) is obj
-               for other in getattr(module, "__all__", dir(module)))
+def _is_alias(obj, name: str) -> bool:
+    """A second name of a class or function defined under another (`Conv2d` for `Conv2D`)."""
+    own = getattr(obj, "__name__", None)
+    return isinstance(obj, (type, types.FunctionType)) and isinstance(own, str) and own != name
 
 
 def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
@@ -171,9 +170,6 @@ def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
         paddle_module = importlib.import_module(paddle_name)
         names = _public_names(paddle_name, paddle_module)
     lookup = _pdx_lookup(pdx_name)
-    pdx_module = None
-    if pdx_name != "jax.Array" and lookup is not None:
-        pdx_module = importlib.import_module(pdx_name)
     entries = {}
     for n in names:
         full = f"{paddle_name}.{n}"
@@ -185,8 +181,7 @@ def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
             obj = lookup(n) if lookup is not None else None
             if obj is None:
                 entries[n] = Entry("missing")
-            elif _is_alias(obj, n, pdx_module) or (
-                    paddle_module is not None and _is_alias(getattr(paddle_module, n, None), n, paddle_module)):
+            elif _is_alias(obj, n) or (paddle_module is not None and _is_alias(getattr(paddle_module, n, None), n)):
                 entries[n] = Entry("alias")
             else:
                 entries[n] = Entry("implemented")
