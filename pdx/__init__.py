@@ -26,7 +26,9 @@ from pdx import (
     parallel,
     profiler,
     regularizer,
+    signal,
     sparse,
+    special,
     static,
 )
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
@@ -87,7 +89,9 @@ __all__ = [
     "seed",
     "set_default_dtype",
     "set_rng_state",
+    "signal",
     "sparse",
+    "special",
     "static",
     "summary",
     "value_and_grad",
