@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -88,12 +89,39 @@ def _keep_where(mask_t, new, old):
     """Per batch row: the new state where `mask_t` is True, the old one elsewhere."""
     def pick(n, o):
         m = mask_t.reshape(mask_t.shape + (1,) * (n.ndim - 1))
-        return jnp.where(m, n, o.astype(n.dtype))
+        return jnp.where(m, n, o).astype(o.dtype)
     return jax.tree.map(pick, new, old)
 
 
 def _swap_batch_time(tree):
     return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1), tree)
+
+
+def _scan(cell_fn, xs, states, mask, zero_padded):
+    """`cell_fn(x_t, states) -> (outputs, new_states)` over the leading (time) axis of `xs`;
+    where `mask` [T, B] is False the state is kept (and the output zeroed if `zero_padded`)."""
+    def body(carry, sliced):
+        x_t, mask_t = sliced
+        out, new = cell_fn(x_t, carry)
+        if mask_t is not None:
+            new = _keep_where(mask_t, new, carry)
+            if zero_padded:
+                out = jax.tree.map(lambda o: jnp.where(mask_t.reshape(mask_t.shape + (1,) * (o.ndim - 1)),
+                                                       o, jnp.zeros((), o.dtype)), out)
+        else:
+            new = jax.tree.map(lambda n, o: n.astype(o.dtype), new, carry)
+        return new, out
+
+    final, outs = jax.lax.scan(body, states, (xs, mask))
+    return outs, final
+
+
+@partial(jax.jit, static_argnames=("kind", "zero_padded"))
+def _scan_builtin(kind, params, xs, states, mask, zero_padded):
+    # Compiled once per (cell kind, shapes) and shared by both directions, both layouts, every
+    # eager call and every network of the same sizes; pdx.jit inlines it into the caller's program.
+    step = _STEPS[kind]
+    return _scan(lambda x, h: step(params, x, h), xs, states, mask, zero_padded)
 
 
 def run_cell(cell, inputs, states, sequence_length=None, *, time_major=False, is_reverse=False,
@@ -112,28 +140,24 @@ def run_cell(cell, inputs, states, sequence_length=None, *, time_major=False, is
     Returns:
       (outputs, final_states), outputs in the layout of `inputs`.
     """
+    builtin = cell._builtin_step() if isinstance(cell, RNNCellBase) else None
+    if builtin is not None and (kwargs or isinstance(inputs, (list, tuple, dict))):
+        builtin = None
+    if builtin is not None:
+        inputs = _check_sequence(inputs, cell.input_size, layer=type(cell).__name__, time_major=time_major)
     xs = inputs if time_major else _swap_batch_time(inputs)
-    steps = jax.tree.leaves(xs)[0].shape[0]
     mask = None
     if sequence_length is not None:
+        steps = jax.tree.leaves(xs)[0].shape[0]
         mask = jnp.arange(steps)[:, None] < jnp.asarray(sequence_length)[None, :]  # (T, B)
-    if is_reverse:
+    if is_reverse:  # the whole padded sequence flips: padding first, then the valid steps last to first
         xs = jax.tree.map(lambda a: jnp.flip(a, 0), xs)
         mask = None if mask is None else jnp.flip(mask, 0)
-
-    def body(carry, sliced):
-        x_t, mask_t = sliced
-        out, new = cell(x_t, carry, **kwargs)
-        if mask_t is not None:
-            new = _keep_where(mask_t, new, carry)
-            if zero_padded:
-                out = jax.tree.map(lambda o: jnp.where(mask_t.reshape(mask_t.shape + (1,) * (o.ndim - 1)),
-                                                       o, jnp.zeros((), o.dtype)), out)
-        else:
-            new = jax.tree.map(lambda n, o: n.astype(o.dtype), new, carry)
-        return new, out
-
-    final, outs = jax.lax.scan(body, states, (xs, mask))
+    if builtin is not None:
+        kind, params = builtin
+        outs, final = _scan_builtin(kind, params, xs, states, mask, zero_padded)
+    else:
+        outs, final = _scan(lambda x, h: cell(x, h, **kwargs), xs, states, mask, zero_padded)
     if is_reverse:
         outs = jax.tree.map(lambda a: jnp.flip(a, 0), outs)
     if not time_major:
@@ -195,6 +219,10 @@ class RNNCellBase(Layer):
 
         return build(shapes, dtype)
 
+    def _builtin_step(self):
+        """(step kind, parameter arrays) for the compiled scan of the built-in cells; None for others."""
+        return None
+
     @property
     def state_shape(self):
         """The state shape(s) without the batch dim; cells must define it."""
@@ -229,6 +257,44 @@ def _cell_params(cell: Layer, gates: int, input_size: int, hidden_size: int, hh_
 def _affine(x, weight, bias):
     """x @ weight.T + bias (Paddle stores recurrent weights as [out, in])."""
     return jnp.matmul(x, weight.T) + bias
+
+
+def _simple_step(activation, params, x, h):
+    w_ih, w_hh, b_ih, b_hh = params
+    pre = _affine(x, w_ih, b_ih) + _affine(h, w_hh, b_hh)
+    h = jnp.tanh(pre) if activation == "tanh" else jax.nn.relu(pre)
+    return h, h
+
+
+def _lstm_step(params, x, states):
+    w_ih, w_hh, b_ih, b_hh, *w_ho = params
+    h, c = states
+    gates = _affine(x, w_ih, b_ih) + _affine(h, w_hh, b_hh)
+    i, f, g, o = jnp.split(gates, 4, axis=-1)  # Paddle's gate order
+    c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+    h = jax.nn.sigmoid(o) * jnp.tanh(c)
+    if w_ho:
+        h = jnp.matmul(h, w_ho[0])
+    return h, (h, c)
+
+
+def _gru_step(params, x, h):
+    w_ih, w_hh, b_ih, b_hh = params
+    x_r, x_z, x_c = jnp.split(_affine(x, w_ih, b_ih), 3, axis=-1)
+    h_r, h_z, h_c = jnp.split(_affine(h, w_hh, b_hh), 3, axis=-1)
+    r = jax.nn.sigmoid(x_r + h_r)
+    z = jax.nn.sigmoid(x_z + h_z)
+    c = jnp.tanh(x_c + r * h_c)  # the reset gate applies after the matmul
+    h = (h - c) * z + c
+    return h, h
+
+
+_STEPS = {"rnn_tanh": partial(_simple_step, "tanh"), "rnn_relu": partial(_simple_step, "relu"),
+          "lstm": _lstm_step, "gru": _gru_step}
+
+
+def _params(cell, names=("weight_ih", "weight_hh", "bias_ih", "bias_hh")) -> tuple:
+    return tuple(value_of(getattr(cell, name)) for name in names)
 
 
 class SimpleRNNCell(RNNCellBase):
@@ -268,10 +334,12 @@ class SimpleRNNCell(RNNCellBase):
     def forward(self, inputs, states=None):
         x = _check_step_input(inputs, self.input_size, layer="SimpleRNNCell")
         h = self.get_initial_states(x) if states is None else states
-        pre = _affine(x, value_of(self.weight_ih), value_of(self.bias_ih)) \
-            + _affine(h, value_of(self.weight_hh), value_of(self.bias_hh))
-        h = jnp.tanh(pre) if self.activation == "tanh" else jax.nn.relu(pre)
-        return h, h
+        return _simple_step(self.activation, _params(self), x, h)
+
+    def _builtin_step(self):
+        if type(self).forward is not SimpleRNNCell.forward:
+            return None
+        return f"rnn_{self.activation}", _params(self)
 
     @property
     def state_shape(self):
@@ -334,14 +402,15 @@ class LSTMCell(RNNCellBase):
     def forward(self, inputs, states=None):
         x = _check_step_input(inputs, self.input_size, layer="LSTMCell")
         h, c = self.get_initial_states(x) if states is None else states
-        gates = _affine(x, value_of(self.weight_ih), value_of(self.bias_ih)) \
-            + _affine(h, value_of(self.weight_hh), value_of(self.bias_hh))
-        i, f, g, o = jnp.split(gates, 4, axis=-1)
-        c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-        h = jax.nn.sigmoid(o) * jnp.tanh(c)
-        if self.proj_size > 0:
-            h = jnp.matmul(h, value_of(self.weight_ho))
-        return h, (h, c)
+        return _lstm_step(self._all_params(), x, (h, c))
+
+    def _all_params(self) -> tuple:
+        return _params(self) + ((value_of(self.weight_ho),) if self.proj_size > 0 else ())
+
+    def _builtin_step(self):
+        if type(self).forward is not LSTMCell.forward:
+            return None
+        return "lstm", self._all_params()
 
     @property
     def state_shape(self):
@@ -387,13 +456,12 @@ class GRUCell(RNNCellBase):
     def forward(self, inputs, states=None):
         x = _check_step_input(inputs, self.input_size, layer="GRUCell")
         h = self.get_initial_states(x) if states is None else states
-        x_r, x_z, x_c = jnp.split(_affine(x, value_of(self.weight_ih), value_of(self.bias_ih)), 3, axis=-1)
-        h_r, h_z, h_c = jnp.split(_affine(h, value_of(self.weight_hh), value_of(self.bias_hh)), 3, axis=-1)
-        r = jax.nn.sigmoid(x_r + h_r)
-        z = jax.nn.sigmoid(x_z + h_z)
-        c = jnp.tanh(x_c + r * h_c)
-        h = (h - c) * z + c
-        return h, h
+        return _gru_step(_params(self), x, h)
+
+    def _builtin_step(self):
+        if type(self).forward is not GRUCell.forward:
+            return None
+        return "gru", _params(self)
 
     @property
     def state_shape(self):
@@ -593,7 +661,7 @@ class RNNBase(LayerList):
         Returns:
           An OrderedDict name -> jax.Array; a parameter appears under both names, as in Paddle.
         """
-        out = super().state_dict(include_sublayers, structured_name_prefix)
+        out = super().state_dict(False, structured_name_prefix)
         if include_sublayers:
             for path, var in self._aliases(structured_name_prefix).items():
                 out[path] = var.get_value()
