@@ -27,8 +27,8 @@ def _is_child(value) -> bool:
     """True for attributes that are pytree children (arrays and nested distributions/transforms)."""
     if isinstance(value, (jax.Array, np.ndarray, Distribution)) or _is_transform(value):
         return True
-    if isinstance(value, (list, tuple)) and value:
-        return any(_is_child(v) for v in value)
+    if isinstance(value, (list, tuple)):  # an empty list (no transforms) is a leafless child, not unhashable aux
+        return not value or any(_is_child(v) for v in value)
     return False
 
 
