@@ -480,6 +480,7 @@ class RNN(Layer):
         `(outputs, new_states)` and `get_initial_states`).
       is_reverse: run from the last step to the first.
       time_major: inputs are [time_steps, batch, ...] instead of [batch, time_steps, ...].
+      rngs: keyword-only, unused (the cell holds the parameters).
 
     `forward(inputs, initial_states=None, sequence_length=None, **kwargs)` ->
     `(outputs, final_states)`; kwargs reach the cell at every step. Steps past
@@ -495,7 +496,7 @@ class RNN(Layer):
       ((2, 5, 4), (2, 4))
     """
 
-    def __init__(self, cell, is_reverse=False, time_major=False):
+    def __init__(self, cell, is_reverse=False, time_major=False, *, rngs=None):
         super().__init__()
         if not isinstance(cell, Layer):
             raise TypeError(f"pdx.nn.RNN: `cell` must be a Layer such as pdx.nn.LSTMCell; got {type(cell).__name__}")
@@ -523,6 +524,7 @@ class BiRNN(Layer):
       cell_bw: the cell run last to first (only over the valid steps when
         `sequence_length` is given).
       time_major: inputs are [time_steps, batch, ...].
+      rngs: keyword-only, unused (the cells hold the parameters).
 
     `forward(inputs, initial_states=None, sequence_length=None, **kwargs)` ->
     `(outputs [..., fw + bw features], (states_fw, states_bw))`.
@@ -535,7 +537,7 @@ class BiRNN(Layer):
       ((2, 5, 8), (2, 4))
     """
 
-    def __init__(self, cell_fw, cell_bw, time_major=False):
+    def __init__(self, cell_fw, cell_bw, time_major=False, *, rngs=None):
         super().__init__()
         for name, cell in (("cell_fw", cell_fw), ("cell_bw", cell_bw)):
             if not isinstance(cell, Layer):

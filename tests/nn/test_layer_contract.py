@@ -93,7 +93,32 @@ ACTIVATIONS = ["CELU", "ELU", "GELU", "Hardshrink", "Hardsigmoid", "Hardswish", 
                "Softmax2D", "Softplus", "Softshrink", "Softsign", "Swish", "Tanh", "Tanhshrink", "ThresholdedReLU"]
 for _name in ACTIVATIONS:
     CASES[_name] = (getattr(nn, _name), [A4])
-NOT_CALLABLE = {"Layer", "LayerList", "LayerDict"}  # containers without a forward, and the base
+
+
+class _FirstOutput(nn.Layer):
+    """Recurrent layers return (outputs, states); the contract checks the outputs."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *xs):
+        return self.inner(*xs)[0]
+
+
+RECURRENT = {
+    "SimpleRNNCell": (lambda: nn.SimpleRNNCell(5, 3), [(2, 5)]),
+    "LSTMCell": (lambda: nn.LSTMCell(5, 3, proj_size=2), [(2, 5)]),
+    "GRUCell": (lambda: nn.GRUCell(5, 3), [(2, 5)]),
+    "RNN": (lambda: nn.RNN(nn.GRUCell(5, 3), is_reverse=True), [(2, 4, 5)]),
+    "BiRNN": (lambda: nn.BiRNN(nn.LSTMCell(5, 3), nn.LSTMCell(5, 3)), [(2, 4, 5)]),
+    "SimpleRNN": (lambda: nn.SimpleRNN(5, 3, time_major=True), [(4, 2, 5)]),
+    "LSTM": (lambda: nn.LSTM(5, 3, num_layers=2, dropout=0.5, rngs=_key()), [(2, 4, 5)]),
+    "GRU": (lambda: nn.GRU(5, 3, direction="bidirect"), [(2, 4, 5)]),
+}
+for _name, (_make, _shapes) in RECURRENT.items():
+    CASES[_name] = (lambda make=_make: _FirstOutput(make()), _shapes)
+NOT_CALLABLE = {"Layer", "LayerList", "LayerDict", "RNNCellBase"}  # containers without a forward, and the bases
 # bfloat16 runs over one layer of each kind (compiling every layer twice costs more than it finds).
 BF16 = ["AdaptiveAvgPool2D", "AvgPool2D", "BatchNorm2D", "Conv2D", "Conv2DTranspose", "Dropout", "Embedding", "GELU",
         "GroupNorm", "InstanceNorm2D", "LayerNorm", "Linear", "MaxPool2D", "MultiHeadAttention", "PReLU", "RMSNorm",
