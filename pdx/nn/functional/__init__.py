@@ -67,6 +67,7 @@ from pdx.nn.functional._extension import pdist
 from pdx.nn.functional._extension import sequence_mask
 from pdx.nn.functional._extension import swiglu
 from pdx.nn.functional._extension import temporal_shift
+from pdx.nn.functional._flash import flash_attn_qkvpacked
 from pdx.nn.functional._grid import affine_grid
 from pdx.nn.functional._grid import grid_sample
 from pdx.nn.functional._inplace import elu_
@@ -183,6 +184,7 @@ __all__ = [
     "embedding",
     "embedding_renorm_",
     "feature_alpha_dropout",
+    "flash_attn_qkvpacked",
     "fold",
     "fractional_max_pool2d",
     "fractional_max_pool3d",

@@ -245,3 +245,20 @@ def test_lp_pool_bad_input():
         F.lp_pool2d(jnp.ones((1, 1, 4, 4)), 2, 2, data_format="NCL")
     with pytest.raises(ValueError, match="kernel_size"):
         F.lp_pool2d(jnp.ones((1, 1, 4, 4)), 2, 9)
+
+
+def test_flash_attn_qkvpacked_matches_paddle(oracle, rng):
+    for causal in (False, True):
+        qkv = rng.standard_normal((2, 5, 3, 2, 4)).astype(np.float32)
+        out, weights = F.flash_attn_qkvpacked(qkv, causal=causal, return_softmax=True)
+        ref_out, ref_weights = oracle.F.flash_attn_qkvpacked(oracle.t(qkv), causal=causal, return_softmax=True)
+        oracle.close(out, ref_out)
+        oracle.close(weights, ref_weights)
+    oracle.grads(lambda a: F.flash_attn_qkvpacked(a, causal=True)[0],
+                 lambda a: oracle.F.flash_attn_qkvpacked(a, causal=True)[0], [qkv], [0], rng)
+    grouped, none = F.flash_attn_qkvpacked(jnp.ones((1, 3, 4, 2, 8)))
+    assert grouped.shape == (1, 3, 4, 8) and none is None
+    dropped, _ = F.flash_attn_qkvpacked(qkv, dropout=0.5, key=jax.random.key(0))
+    assert not np.allclose(dropped, out)
+    with pytest.raises(ValueError, match="qkv.shape"):
+        F.flash_attn_qkvpacked(jnp.ones((2, 5, 4, 8)))
