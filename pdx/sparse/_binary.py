@@ -9,11 +9,14 @@ the mask's pattern. The format (COO / CSR) of the sparse input is kept.
 
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from pdx.ops._common import as_array, op_error
-from pdx.sparse._core import (BCOO, BCSR, as_coo, coalesced, concrete, csr_coords, fmt, linear_keys,
+from pdx.sparse._core import (BCOO, BCSR, _gather_masked, as_coo, coalesced, concrete, csr_coords, fmt, linear_keys,
                               require_sparse, with_format)
 from pdx.sparse._unary import map_values
 
@@ -35,8 +38,13 @@ def _pair(x, y, op: str):
 
 
 def _concat(a: BCOO, b: BCOO, b_data) -> BCOO:
-    data = jnp.concatenate([a.data, b_data.astype(jnp.result_type(a.data, b_data))])
-    return BCOO((data.astype(jnp.result_type(a.data, b.data)), jnp.concatenate([a.indices, b.indices])), shape=a.shape)
+    dtype = jnp.result_type(a.data, b.data)
+    data = jnp.concatenate([a.data.astype(dtype), b_data.astype(dtype)])
+    if concrete(a.indices, b.indices):
+        idx = jnp.asarray(np.concatenate([np.asarray(a.indices), np.asarray(b.indices)]))
+    else:
+        idx = jnp.concatenate([a.indices, b.indices])
+    return BCOO((data, idx), shape=a.shape)
 
 
 def _lookup(c: BCOO, keys):
@@ -44,6 +52,9 @@ def _lookup(c: BCOO, keys):
     ck = linear_keys(c)
     if c.nse == 0:
         return jnp.zeros(keys.shape + c.data.shape[1:], c.data.dtype)
+    if isinstance(ck, np.ndarray) and isinstance(keys, np.ndarray):
+        pos = np.clip(np.searchsorted(ck, keys), 0, c.nse - 1)
+        return _gather_masked(c.data, jnp.asarray(pos, jnp.int32), jnp.asarray(ck[pos] == keys))
     pos = jnp.clip(jnp.searchsorted(ck, keys), 0, c.nse - 1)
     hit = (ck[pos] == keys).reshape(keys.shape + (1,) * (c.data.ndim - 1))
     return jnp.where(hit, c.data[pos], jnp.zeros((), c.data.dtype))
@@ -146,19 +157,25 @@ def _spmm(coo: BCOO, y, op: str):
     if coo.ndim != y.ndim or coo.ndim not in (2, 3) or coo.shape[-1] != y.shape[-2] or coo.shape[:-2] != y.shape[:-2]:
         raise op_error(f"sparse.{op}", f"x.shape={list(coo.shape)} and y.shape={list(y.shape)} must be [*, M, K] and "
                                        "[*, K, N] with the same batch dims (no broadcasting, as in Paddle)")
-    dtype = jnp.result_type(coo.data, y)
-    idx = coo.indices
-    out = jnp.zeros(coo.shape[:-1] + y.shape[-1:], dtype)
-    if coo.ndim == 2:
-        contrib = coo.data[:, None].astype(dtype) * y[idx[:, 1]].astype(dtype)
+    return _spmm_kernel(coo.data, coo.indices, y, coo.shape[:-1])
+
+
+@partial(jax.jit, static_argnums=3)
+def _spmm_kernel(data, idx, y, rows_shape):
+    dtype = jnp.result_type(data, y)
+    out = jnp.zeros(tuple(rows_shape) + y.shape[-1:], dtype)
+    if len(rows_shape) == 1:
+        contrib = data[:, None].astype(dtype) * y[idx[:, 1]].astype(dtype)
         return out.at[idx[:, 0]].add(contrib, mode="drop")
-    contrib = coo.data[:, None].astype(dtype) * y[idx[:, 0], idx[:, 2]].astype(dtype)
+    contrib = data[:, None].astype(dtype) * y[idx[:, 0], idx[:, 2]].astype(dtype)
     return out.at[idx[:, 0], idx[:, 1]].add(contrib, mode="drop")
 
 
 def _pattern_from_dense(dense, mask, op: str) -> BCOO:
     if concrete(mask):
-        nse = int(np.asarray(mask).sum())
+        pos = np.nonzero(np.asarray(mask))
+        idx = np.stack(pos, axis=1)
+        return BCOO((dense[tuple(jnp.asarray(p, jnp.int32) for p in pos)], jnp.asarray(idx, jnp.int32)), shape=dense.shape)
     else:
         nse = int(np.prod(mask.shape))
     pos = jnp.nonzero(mask, size=nse, fill_value=tuple(mask.shape))
@@ -235,6 +252,16 @@ def addmm(input, x, y, beta=1.0, alpha=1.0, name=None):  # noqa: A002  (Paddle's
     return add(multiply(input, float(beta)), multiply(product, float(alpha)))
 
 
+def _coo_coords(m: BCOO) -> tuple:
+    """Per-dim index arrays of a COO tensor's entries, padding clipped into range."""
+    hi = np.asarray(m.shape[:m.n_sparse]) - 1
+    if concrete(m.indices):
+        idx = np.minimum(np.asarray(m.indices), hi)
+        return tuple(jnp.asarray(idx[:, d]) for d in range(m.n_sparse))
+    idx = jnp.minimum(m.indices, jnp.asarray(hi, m.indices.dtype))
+    return tuple(idx[:, d] for d in range(m.n_sparse))
+
+
 def masked_matmul(x, y, mask, name=None):
     """`(x @ y)` evaluated only at the stored positions of `mask` (sampled dense-dense product).
 
@@ -261,7 +288,7 @@ def masked_matmul(x, y, mask, name=None):
                                        f"{list(mask.shape)}")
     if fmt(mask) == "coo":
         m = as_coo(mask, op, "mask")
-        coords = tuple(jnp.minimum(m.indices[:, d], mask.shape[d] - 1) for d in range(mask.ndim))
+        coords = _coo_coords(m)
     else:
         coords = csr_coords(mask)
     rows = x[coords[:-1]]  # (..., K)
@@ -288,7 +315,7 @@ def mask_as(x, mask, name=None):
         raise op_error(f"sparse.{op}", f"`x` and `mask` must have the same shape; got {list(x.shape)} and {list(mask.shape)}")
     if fmt(mask) == "coo":
         m = as_coo(mask, op, "mask")
-        coords = tuple(jnp.minimum(m.indices[:, d], mask.shape[d] - 1) for d in range(m.n_sparse))
+        coords = _coo_coords(m)
         return BCOO((x[coords], m.indices), shape=m.shape)
     return BCSR((x[csr_coords(mask)], mask.indices, mask.indptr), shape=mask.shape)
 

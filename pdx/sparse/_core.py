@@ -16,6 +16,8 @@ padding.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -74,21 +76,64 @@ def valid_mask(coo: BCOO) -> jax.Array:
     return jnp.all(coo.indices < sparse_shape, axis=1)
 
 
+def index_dtype():
+    return jnp.int32
+
+
+# Index bookkeeping runs on the host with numpy whenever the indices are
+# concrete (eager, and under jax.grad of the values): no XLA compilation per
+# new pattern. Values always go through jnp (one jitted gather / segment-sum),
+# so gradients with respect to them flow. Traced indices take the jnp path.
+
+
+@partial(jax.jit, static_argnames=("n",))
+def _gather_segment_sum(data, pos, seg, n: int):
+    return jax.ops.segment_sum(data[pos], seg, n)
+
+
+@jax.jit
+def _gather_masked(data, pos, ok):
+    vals = data[pos]
+    return jnp.where(ok.reshape(ok.shape + (1,) * (vals.ndim - ok.ndim)), vals, jnp.zeros((), data.dtype))
+
+
+def host_valid(idx: np.ndarray, sparse_shape) -> np.ndarray:
+    return np.all(idx < np.asarray(sparse_shape, np.int64), axis=1) if idx.shape[1] else np.ones(idx.shape[0], bool)
+
+
+def host_keys(idx: np.ndarray, sparse_shape) -> np.ndarray:
+    """int64 row-major linear keys of (valid) index rows."""
+    return np.ravel_multi_index(tuple(idx.T.astype(np.int64)), tuple(sparse_shape)) if idx.shape[1] \
+        else np.zeros(idx.shape[0], np.int64)
+
+
 def compact(coo: BCOO) -> BCOO:
-    """Drop padding entries when the data is concrete (eager); keep them under a trace."""
+    """Drop padding entries when the indices are concrete; keep them under a trace."""
     if not concrete(coo.indices) or coo.nse == 0:
         return coo
-    keep = np.asarray(valid_mask(coo))
+    keep = host_valid(np.asarray(coo.indices), coo.shape[:coo.n_sparse])
     if keep.all():
         return coo
-    return BCOO((coo.data[keep], coo.indices[keep]), shape=coo.shape)
+    pos = np.nonzero(keep)[0]
+    return BCOO((coo.data[pos], jnp.asarray(np.asarray(coo.indices)[pos])), shape=coo.shape)
 
 
 def coalesced(coo: BCOO) -> BCOO:
-    """Sorted, duplicates summed; exact nnz eagerly, padded under a trace."""
-    if concrete(coo.indices, coo.data):
-        return compact(jsparse.bcoo_sum_duplicates(coo))
-    return jsparse.bcoo_sum_duplicates(coo, nse=coo.nse)
+    """Sorted, duplicates summed; exact nnz for concrete indices, padded under a trace."""
+    if not concrete(coo.indices):
+        return jsparse.bcoo_sum_duplicates(coo, nse=coo.nse)
+    sparse_shape = coo.shape[:coo.n_sparse]
+    idx = np.asarray(coo.indices)
+    pos = np.nonzero(host_valid(idx, sparse_shape))[0]
+    keys = host_keys(idx[pos], sparse_shape)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    if uniq.shape[0] == keys.shape[0] and pos.shape[0] == coo.nse and (np.diff(keys) > 0).all():
+        return coo  # already sorted and unique
+    new_idx = np.stack(np.unravel_index(uniq, sparse_shape), axis=1) if coo.n_sparse \
+        else np.zeros((uniq.shape[0], 0), np.int64)
+    data = _gather_segment_sum(coo.data, jnp.asarray(pos, jnp.int32), jnp.asarray(inv.reshape(-1), jnp.int32),
+                               n=int(uniq.shape[0]))
+    return BCOO((data, jnp.asarray(new_idx, index_dtype())), shape=coo.shape)
 
 
 def with_format(coo: BCOO, target: str, op: str):
@@ -96,15 +141,13 @@ def with_format(coo: BCOO, target: str, op: str):
     return coo if target == "coo" else coo_to_csr(coo, op)
 
 
-def index_dtype():
-    return jnp.int32
-
-
 # ---------------------------------------------------------------- conversions
 
 
 def csr_to_coo(x: BCSR) -> BCOO:
     """BCSR (2-D, or 3-D with one batch dim) -> BCOO with n_batch=0 (row-major order)."""
+    if concrete(x.indptr, x.indices):
+        return _csr_to_coo_host(x)
     shape = x.shape
     if x.n_batch == 0:
         m, n = shape
@@ -113,7 +156,7 @@ def csr_to_coo(x: BCSR) -> BCOO:
         valid = j < x.indptr[-1]
         row = jnp.searchsorted(x.indptr, j, side="right") - 1
         idx = jnp.stack([jnp.where(valid, row, m), jnp.where(valid, x.indices, n)], axis=1)
-        return compact(BCOO((x.data, idx.astype(index_dtype())), shape=shape))
+        return BCOO((x.data, idx.astype(index_dtype())), shape=shape)
     b, m, n = shape
     nse = x.indices.shape[1]
     j = jnp.arange(nse)
@@ -121,8 +164,27 @@ def csr_to_coo(x: BCSR) -> BCOO:
     row = jax.vmap(lambda p: jnp.searchsorted(p, j, side="right") - 1)(x.indptr)
     bidx = jnp.broadcast_to(jnp.arange(b)[:, None], (b, nse))
     idx = jnp.stack([jnp.where(valid, bidx, b), jnp.where(valid, row, m), jnp.where(valid, x.indices, n)], axis=-1)
-    return compact(BCOO((x.data.reshape((b * nse,) + x.data.shape[2:]), idx.reshape(b * nse, 3).astype(index_dtype())),
-                        shape=shape))
+    return BCOO((x.data.reshape((b * nse,) + x.data.shape[2:]), idx.reshape(b * nse, 3).astype(index_dtype())),
+                shape=shape)
+
+
+def _csr_to_coo_host(x: BCSR) -> BCOO:
+    ptr = np.asarray(x.indptr).reshape(-1, x.shape[-2] + 1)
+    cols_ = np.asarray(x.indices).reshape(ptr.shape[0], -1)
+    nse = cols_.shape[1]
+    pos, rows, bs = [], [], []
+    for b in range(ptr.shape[0]):
+        count = np.diff(ptr[b])
+        rows.append(np.repeat(np.arange(ptr.shape[1] - 1), count))
+        pos.append(b * nse + np.arange(ptr[b, -1]))
+        bs.append(np.full(ptr[b, -1], b))
+    pos, rows, bs = np.concatenate(pos), np.concatenate(rows), np.concatenate(bs)
+    col = cols_.reshape(-1)[pos]
+    idx = np.stack([rows, col], 1) if x.n_batch == 0 else np.stack([bs, rows, col], 1)
+    data = x.data.reshape((-1,) + x.data.shape[x.n_batch + 1:])
+    if pos.shape[0] != data.shape[0]:
+        data = data[jnp.asarray(pos, jnp.int32)]
+    return BCOO((data, jnp.asarray(idx, index_dtype())), shape=x.shape)
 
 
 def coo_to_csr(coo: BCOO, op: str) -> BCSR:
@@ -131,6 +193,8 @@ def coo_to_csr(coo: BCOO, op: str) -> BCSR:
         raise op_error(f"sparse.{op}", f"a CSR tensor must be 2-D or 3-D with no dense dims; got shape "
                                        f"{tuple(coo.shape)} with {coo.n_dense} dense dims")
     coo = coalesced(as_coo(coo, op))
+    if concrete(coo.indices):
+        return _coo_to_csr_host(coo)
     idx, data = coo.indices, coo.data
     if coo.ndim == 2:
         m = coo.shape[0]
@@ -140,7 +204,7 @@ def coo_to_csr(coo: BCOO, op: str) -> BCSR:
     key = idx[:, 0] * m + idx[:, 1]  # padding sorts last (index b)
     bounds = jnp.searchsorted(key, jnp.arange(b + 1) * m, side="left")
     start, count = bounds[:-1], bounds[1:] - bounds[:-1]
-    width = int(np.asarray(count).max(initial=0)) if concrete(key) else coo.nse
+    width = coo.nse
     pos = start[:, None] + jnp.arange(width)[None, :]
     ok = jnp.arange(width)[None, :] < count[:, None]
     safe = jnp.clip(pos, 0, max(coo.nse - 1, 0))
@@ -153,6 +217,29 @@ def coo_to_csr(coo: BCOO, op: str) -> BCSR:
     rows = jnp.searchsorted(key, jnp.arange(b)[:, None] * m + jnp.arange(m + 1)[None, :], side="left")
     indptr = (rows - start[:, None]).astype(index_dtype())
     return BCSR((vals, cols_.astype(index_dtype()), indptr), shape=coo.shape)
+
+
+def _coo_to_csr_host(coo: BCOO) -> BCSR:
+    idx = np.asarray(coo.indices)  # coalesced: sorted, no padding
+    if coo.ndim == 2:
+        m = coo.shape[0]
+        indptr = np.searchsorted(idx[:, 0], np.arange(m + 1), side="left")
+        return BCSR((coo.data, jnp.asarray(idx[:, 1], index_dtype()), jnp.asarray(indptr, index_dtype())),
+                    shape=coo.shape)
+    b, m, _ = coo.shape
+    key = idx[:, 0] * m + idx[:, 1]
+    bounds = np.searchsorted(idx[:, 0], np.arange(b + 1), side="left")
+    start, count = bounds[:-1], np.diff(bounds)
+    width = int(count.max(initial=0))
+    ar = np.arange(width)
+    ok = ar[None, :] < count[:, None]
+    pos = np.clip(start[:, None] + ar[None, :], 0, max(coo.nse - 1, 0))
+    cols_ = np.where(ok, idx[pos, 2], 0) if coo.nse else np.zeros((b, width), np.int64)
+    vals = _gather_masked(coo.data, jnp.asarray(pos, jnp.int32), jnp.asarray(ok)) if coo.nse \
+        else jnp.zeros((b, width), coo.data.dtype)
+    rows = np.searchsorted(key, np.arange(b)[:, None] * m + np.arange(m + 1)[None, :], side="left")
+    indptr = rows - start[:, None]
+    return BCSR((vals, jnp.asarray(cols_, index_dtype()), jnp.asarray(indptr, index_dtype())), shape=coo.shape)
 
 
 # ---------------------------------------------------------------- creation
@@ -263,6 +350,18 @@ def sparse_csr_tensor(crows, cols, values, shape, dtype=None, place=None, stop_g
     if len(shape) == 2:
         return BCSR((v, co, cr), shape=shape)
     ptr = cr.reshape(batches, m + 1)
+    if concrete(cr, co):
+        pn = np.asarray(ptr)
+        count = pn[:, -1]
+        start = np.concatenate([[0], np.cumsum(count)[:-1]])
+        width = int(count.max(initial=0))
+        ar = np.arange(width)
+        ok = ar[None, :] < count[:, None]
+        pos = np.clip(start[:, None] + ar[None, :], 0, max(co.shape[0] - 1, 0))
+        cidx = np.where(ok, np.asarray(co)[pos], 0) if co.shape[0] else np.zeros((batches, width), np.int64)
+        vals = _gather_masked(v, jnp.asarray(pos, jnp.int32), jnp.asarray(ok)) if co.shape[0] \
+            else jnp.zeros((batches, width), v.dtype)
+        return BCSR((vals, jnp.asarray(cidx, index_dtype()), ptr), shape=shape)
     count = ptr[:, -1]
     start = jnp.concatenate([jnp.zeros((1,), count.dtype), jnp.cumsum(count)[:-1]])
     nnz_total = co.shape[0]
@@ -326,7 +425,10 @@ def to_dense(x):
     """
     if fmt(x) is None:
         return as_array(x, op="sparse.to_dense")
-    return as_coo(x, "to_dense").todense()
+    coo = as_coo(x, "to_dense")
+    if coo.data.dtype == jnp.bool_:
+        return BCOO((coo.data.astype(jnp.int8), coo.indices), shape=coo.shape).todense() > 0
+    return coo.todense()
 
 
 def to_sparse_coo(x, sparse_dim=None):
@@ -353,13 +455,12 @@ def to_sparse_coo(x, sparse_dim=None):
         raise op_error(f"sparse.{op}", f"`sparse_dim` must be in [1, {x.ndim}] for a {x.ndim}-D tensor; got {sparse_dim!r}")
     n_dense = x.ndim - sd
     if concrete(x):
-        nz = np.asarray(x != 0)
+        nz = np.asarray(x) != 0
         nz = nz.reshape(nz.shape[:sd] + (-1,)).any(-1) if n_dense else nz
-        nse = int(nz.sum())
-    else:
-        nse = int(np.prod(x.shape[:sd]))
-    out = BCOO.fromdense(x, nse=nse, n_dense=n_dense, index_dtype=index_dtype())
-    return out
+        idx = np.stack(np.nonzero(nz), axis=1)
+        return BCOO((x[tuple(jnp.asarray(i, jnp.int32) for i in idx.T)], jnp.asarray(idx, index_dtype())),
+                    shape=x.shape)
+    return BCOO.fromdense(x, nse=int(np.prod(x.shape[:sd])), n_dense=n_dense, index_dtype=index_dtype())
 
 
 def to_sparse_csr(x):
@@ -403,8 +504,10 @@ def _csr_parts(x, op: str):
         raise op_error(f"sparse.{op}", "a batched CSR tensor's concatenated cols/values have a data-dependent "
                                        "length: call this eagerly (outside jit)")
     count = np.asarray(x.indptr[:, -1])
-    cols_ = jnp.concatenate([x.indices[b, :c] for b, c in enumerate(count)])
-    vals = jnp.concatenate([x.data[b, :c] for b, c in enumerate(count)])
+    width = x.indices.shape[1]
+    pos = np.concatenate([b * width + np.arange(c) for b, c in enumerate(count)])
+    cols_ = jnp.asarray(np.asarray(x.indices).reshape(-1)[pos])
+    vals = x.data.reshape(-1)[jnp.asarray(pos, jnp.int32)]
     return x.indptr.reshape(-1), cols_, vals
 
 
@@ -486,6 +589,15 @@ def csr_coords(x: BCSR) -> tuple:
     """
     m = x.shape[-2]
     nse = x.indices.shape[-1]
+    if concrete(x.indptr, x.indices):
+        j = np.arange(nse)
+        ptr = np.asarray(x.indptr).reshape(-1, m + 1)
+        row = np.stack([np.clip(np.searchsorted(p, j, side="right") - 1, 0, m - 1) for p in ptr])
+        cols_ = np.clip(np.asarray(x.indices), 0, x.shape[-1] - 1)
+        if x.n_batch == 0:
+            return jnp.asarray(row[0]), jnp.asarray(cols_)
+        b = np.broadcast_to(np.arange(x.shape[0])[:, None], cols_.shape)
+        return jnp.asarray(b), jnp.asarray(row), jnp.asarray(cols_)
     j = jnp.arange(nse)
     if x.n_batch == 0:
         row = jnp.clip(jnp.searchsorted(x.indptr, j, side="right") - 1, 0, m - 1)
@@ -495,13 +607,22 @@ def csr_coords(x: BCSR) -> tuple:
     return b, row, x.indices
 
 
-def linear_keys(coo: BCOO) -> jax.Array:
-    """Row-major linear index of each entry's sparse coordinates; padding maps past the end."""
+def linear_keys(coo: BCOO):
+    """Row-major linear index of each entry's sparse coordinates; padding maps past the end.
+
+    numpy int64 for concrete indices, a jnp int32 array under a trace.
+    """
     sparse_shape = coo.shape[:coo.n_sparse]
     total = int(np.prod(sparse_shape, dtype=np.int64))
     if total >= 2 ** 31 - 1:
         raise ValueError(f"pdx.sparse: this op linearizes indices and supports at most 2**31 - 1 positions; "
                          f"got sparse shape {tuple(sparse_shape)}")
+    if concrete(coo.indices):
+        idx = np.asarray(coo.indices)
+        valid = host_valid(idx, sparse_shape)
+        keys = np.full(idx.shape[0], total, np.int64)
+        keys[valid] = host_keys(idx[valid], sparse_shape)
+        return keys
     strides = np.cumprod((1,) + tuple(sparse_shape[::-1]))[:-1][::-1]
     key = (coo.indices * jnp.asarray(strides, coo.indices.dtype)).sum(axis=1) if coo.n_sparse else jnp.zeros((coo.nse,), jnp.int32)
     return jnp.where(valid_mask(coo), key, total)

@@ -13,8 +13,8 @@ import numpy as np
 
 from pdx._dtype import convert_dtype
 from pdx.ops._common import op_error
-from pdx.sparse._core import (BCOO, BCSR, as_coo, coalesced, compact, concrete, fmt, linear_keys, require_sparse,
-                              valid_mask, with_format)
+from pdx.sparse._core import (BCOO, BCSR, as_coo, coalesced, compact, concrete, fmt, host_valid, linear_keys,
+                              require_sparse, valid_mask, with_format)
 
 __all__ = ["reshape", "slice", "sum", "transpose"]
 
@@ -40,16 +40,22 @@ def _sum_coo(c: BCOO, axes: list[int], keepdim: bool) -> BCOO:
     sparse_axes = [a for a in axes if a < ns]
     keep = [d for d in range(ns) if d not in sparse_axes]
     dense_shape = tuple(data.shape[1:])
+    host = concrete(c.indices)
+    xp = np if host else jnp
+    idx = np.asarray(c.indices) if host else c.indices
+    valid = host_valid(idx, c.shape[:ns]) if host else valid_mask(c)
     if keepdim:
-        idx = c.indices.at[:, sparse_axes].set(0) if sparse_axes else c.indices
-        idx = jnp.where(valid_mask(c)[:, None], idx, jnp.asarray(c.shape[:ns], idx.dtype))
         shape = tuple(1 if d in sparse_axes else c.shape[d] for d in range(ns))
+        if sparse_axes:
+            idx = idx * xp.asarray([0 if d in sparse_axes else 1 for d in range(ns)], idx.dtype)
+        idx = xp.where(valid[:, None], idx, xp.asarray(shape, idx.dtype))
     elif keep:
-        idx = c.indices[:, keep]
+        idx = idx[:, keep]
         shape = tuple(c.shape[d] for d in keep)
     else:  # every sparse dim reduced: one entry at index 0, as Paddle's shape [1]
-        idx = jnp.where(valid_mask(c)[:, None], jnp.zeros((c.nse, 1), c.indices.dtype), 1)
+        idx = xp.where(valid[:, None], xp.zeros((c.nse, 1), idx.dtype), 1)
         shape = (1,)
+    idx = jnp.asarray(idx)
     return coalesced(BCOO((data, idx), shape=shape + dense_shape))
 
 
@@ -114,7 +120,8 @@ def transpose(x, perm, name=None):
     ns = c.n_sparse
     if any(perm[d] != d for d in range(ns, x.ndim)):
         raise op_error(f"sparse.{op}", f"`perm`={perm} must keep the dense dims {list(range(ns, x.ndim))} in place")
-    out = BCOO((c.data, c.indices[:, perm[:ns]]), shape=tuple(x.shape[p] for p in perm))
+    idx = jnp.asarray(np.asarray(c.indices)[:, perm[:ns]]) if concrete(c.indices) else c.indices[:, perm[:ns]]
+    out = BCOO((c.data, idx), shape=tuple(x.shape[p] for p in perm))
     return with_format(out, target, op)
 
 
@@ -143,6 +150,10 @@ def reshape(x, shape, name=None):
     if int(np.prod(dims)) != total:
         raise op_error(f"sparse.{op}", f"cannot reshape {list(x.shape)} ({total} elements) to {list(shape)}")
     key = linear_keys(c)
+    if isinstance(key, np.ndarray):
+        new = np.stack(np.unravel_index(np.minimum(key, total - 1), tuple(dims)), axis=1)
+        new = np.where((key < total)[:, None], new, np.asarray(dims))
+        return with_format(BCOO((c.data, jnp.asarray(new, c.indices.dtype)), shape=tuple(dims)), target, op)
     new = jnp.stack(jnp.unravel_index(jnp.minimum(key, total - 1), tuple(dims)), axis=1).astype(c.indices.dtype)
     new = jnp.where((key < total)[:, None], new, jnp.asarray(dims, c.indices.dtype))
     return with_format(BCOO((c.data, new), shape=tuple(dims)), target, op)
@@ -171,12 +182,15 @@ def slice(x, axes, starts, ends, name=None):  # noqa: A001  (Paddle's name)
         s, e = s + n if s < 0 else s, e + n if e < 0 else e
         lo[a], hi[a] = min(max(s, 0), n), max(min(max(e, 0), n), min(max(s, 0), n))
     new_shape = tuple(h - lo_ for lo_, h in zip(lo, hi))
-    idx = c.indices
-    keep = valid_mask(c)
+    host = concrete(c.indices)
+    xp = np if host else jnp
+    idx = np.asarray(c.indices) if host else c.indices
+    keep = host_valid(idx, c.shape[:ns]) if host else valid_mask(c)
     for d in range(ns):
         keep = keep & (idx[:, d] >= lo[d]) & (idx[:, d] < hi[d])
-    new_idx = idx - jnp.asarray(lo[:ns], idx.dtype)
-    new_idx = jnp.where(keep[:, None], new_idx, jnp.asarray(new_shape[:ns], idx.dtype))
+    new_idx = idx - xp.asarray(lo[:ns], idx.dtype)
+    new_idx = xp.where(keep[:, None], new_idx, xp.asarray(new_shape[:ns], idx.dtype))
+    new_idx = jnp.asarray(new_idx)
     data = c.data
     if ns < x.ndim:
         data = data[(np.s_[:],) + tuple(np.s_[lo[d]:hi[d]] for d in range(ns, x.ndim))]

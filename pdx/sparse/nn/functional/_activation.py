@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.ops._common import op_error
-from pdx.sparse._core import BCOO, as_coo, fmt, require_sparse, valid_mask, with_format
+from pdx.sparse._core import BCOO, as_coo, concrete, fmt, host_valid, require_sparse, valid_mask, with_format
 from pdx.sparse._unary import map_values
 
 __all__ = ["leaky_relu", "relu", "relu6", "softmax"]
@@ -75,17 +75,26 @@ def softmax(x, axis=-1, name=None):
     others = [d for d in range(ns) if d != axis]
     sizes = [c.shape[d] for d in others]
     strides = np.cumprod([1] + sizes[::-1])[:-1][::-1] if others else np.zeros((0,), int)
-    group = (c.indices[:, others] * jnp.asarray(strides, c.indices.dtype)).sum(1) if others \
-        else jnp.zeros((c.nse,), c.indices.dtype)
     total = int(np.prod(sizes)) if others else 1
-    group = jnp.where(valid_mask(c), group, total)
-    order = jnp.argsort(group, stable=True)
+    host = concrete(c.indices)
+    xp = np if host else jnp
+    idx = np.asarray(c.indices) if host else c.indices
+    group = (idx[:, others] * xp.asarray(strides, idx.dtype)).sum(1) if others else xp.zeros((c.nse,), idx.dtype)
+    valid = host_valid(idx, c.shape[:ns]) if host else valid_mask(c)
+    group = xp.where(valid, group, total)
+    order = xp.argsort(group, stable=True)
     sg = group[order]
-    seg = jnp.cumsum(jnp.concatenate([jnp.zeros((1,), jnp.int32), (sg[1:] != sg[:-1]).astype(jnp.int32)]))
-    vals = c.data[order]
-    n = max(c.nse, 1)
+    seg = xp.cumsum(xp.concatenate([xp.zeros((1,), xp.int32), (sg[1:] != sg[:-1]).astype(xp.int32)]))
+    out = _grouped_softmax(c.data, jnp.asarray(order, jnp.int32), jnp.asarray(seg, jnp.int32))
+    return with_format(BCOO((out, c.indices), shape=c.shape), target, op)
+
+
+@jax.jit
+def _grouped_softmax(data, order, seg):
+    """Softmax of data within groups: `order` sorts entries by group, `seg` numbers the groups in that order."""
+    n = max(data.shape[0], 1)
+    vals = data[order]
     top = jax.ops.segment_max(vals, seg, n)[seg]
     e = jnp.exp(vals - jax.lax.stop_gradient(top))
     out_sorted = e / jax.ops.segment_sum(e, seg, n)[seg]
-    out = jnp.zeros_like(out_sorted).at[order].set(out_sorted)
-    return with_format(BCOO((out, c.indices), shape=c.shape), target, op)
+    return jnp.zeros_like(out_sorted).at[order].set(out_sorted)
