@@ -12,6 +12,7 @@ from pdx import (
     autograd,
     callbacks,
     checkpoint,
+    device,
     distribution,
     fft,
     geometric,
@@ -30,18 +31,46 @@ from pdx import (
     sparse,
     special,
     static,
+    utils,
+    version,
 )
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx._dtype import get_default_dtype, set_default_dtype
+from pdx._framework import *  # noqa: F401,F403  (dtype names, constants, execution mode, print options)
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx._tensor import Tensor
 from pdx._train_state import TrainState
 from pdx.checkpoint import load, save
+from pdx.device import (
+    CPUPlace,
+    CUDAPinnedPlace,
+    CUDAPlace,
+    CustomPlace,
+    XPUPlace,
+    get_cudnn_version,
+    get_device,
+    is_compiled_with_cinn,
+    is_compiled_with_cuda,
+    is_compiled_with_custom_device,
+    is_compiled_with_distribute,
+    is_compiled_with_ipu,
+    is_compiled_with_rocm,
+    is_compiled_with_xpu,
+    set_device,
+)
 from pdx.hapi import Model, flops, summary
 from pdx.nn._layer import ParamAttr
+from pdx.nn.functional import (  # Paddle 3.x also has these at top level
+    adaptive_avg_pool1d,
+    conv1d,
+    conv2d,
+    conv3d,
+    group_norm,
+    layer_norm,
+)
 from pdx.ops import *  # noqa: F401,F403  (Paddle puts its tensor ops at top level)
 
-__version__ = "0.1.0"
+__version__ = version.full_version
 
 _ON_FIRST_USE = ("export", "kernels", "models", "vision")
 
@@ -95,7 +124,13 @@ __all__ = [
     "static",
     "summary",
     "value_and_grad",
-] + list(ops.__all__)
+] + list(ops.__all__) + list(_framework.__all__) + [
+    "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CustomPlace", "XPUPlace", "adaptive_avg_pool1d", "conv1d",
+    "conv2d", "conv3d", "device", "get_cudnn_version", "get_device", "group_norm", "is_compiled_with_cinn",
+    "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_distribute",
+    "is_compiled_with_ipu", "is_compiled_with_rocm", "is_compiled_with_xpu", "layer_norm", "set_device", "utils",
+    "version",
+]
 
 # Last, after every op above exists: Paddle's Tensor methods on jax.Array
 # (PDX_TENSOR_METHODS=0 turns this off; see pdx/_tensor.py).

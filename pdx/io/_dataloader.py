@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import jax
 import numpy as np
 
+from pdx.device import as_jax_device
 from pdx.io._collate import default_collate_fn, default_convert_fn
 from pdx.io._dataset import IterableDataset
 from pdx.io._sampler import BatchSampler, RandomSampler, SequenceSampler
@@ -70,8 +71,9 @@ class DataLoader:
         or an `IterableDataset`. Its samples must be numpy-only: workers never
         touch jax.
       feed_list: accepted and ignored (static-graph feeding; pdx has none).
-      places: where batches go: None (default device), a `jax.Device`, or a
-        `jax.sharding.Sharding` (e.g. a NamedSharding over a data axis). With
+      places: where batches go: None (default device), a `jax.Device`, a
+        Paddle place (`pdx.CPUPlace()`, `pdx.CUDAPlace(0)`, 'gpu:0', or a
+        one-element list of them), or a `jax.sharding.Sharding` (e.g. a NamedSharding over a data axis). With
         a sharding over several processes' devices, each process's batch
         (its `DistributedBatchSampler` shard) becomes its part of one global
         array (`jax.make_array_from_process_local_data`).
@@ -143,7 +145,7 @@ class DataLoader:
         if worker_init_fn is not None and not callable(worker_init_fn):
             raise TypeError(f"DataLoader(worker_init_fn) must be callable; got {type(worker_init_fn).__name__}.")
         self.dataset = dataset
-        self.places = places
+        self.places = as_jax_device(places)
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.use_buffer_reader = use_buffer_reader
         self.worker_init_fn = worker_init_fn

@@ -1,0 +1,149 @@
+"""Paddle's top-level environment names: dtype objects, constants, the execution mode, print options.
+
+Dtypes are numpy dtype objects (what `jax.Array.dtype` is), so
+`x.dtype == pdx.float32`, `isinstance(x.dtype, pdx.dtype)` and
+`pdx.zeros([2], pdx.bfloat16)` all work. 64-bit requests narrow to 32 bits
+unless JAX's x64 mode is on (see pdx._dtype).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+
+from pdx import _random
+
+__all__ = [
+    "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128", "disable_static", "double", "dtype", "e",
+    "enable_static", "float", "float8_e4m3fn", "float8_e5m2", "float16", "float32", "float64",
+    "get_cuda_rng_state", "half", "in_dynamic_mode", "inf", "int", "int8", "int16", "int32", "int64", "long",
+    "nan", "newaxis", "pi", "set_cuda_rng_state", "set_printoptions", "short", "uint8", "uint16", "uint32",
+    "uint64",
+]
+
+dtype = np.dtype
+
+bool = np.dtype("bool")  # noqa: A001 (Paddle's names shadow builtins in the pdx namespace only)
+int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
+uint8, uint16, uint32, uint64 = (np.dtype(f"uint{b}") for b in (8, 16, 32, 64))
+float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
+bfloat16 = jnp.dtype("bfloat16")
+float8_e4m3fn, float8_e5m2 = jnp.dtype("float8_e4m3fn"), jnp.dtype("float8_e5m2")
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+
+pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
+newaxis = None
+
+
+def in_dynamic_mode():
+    """Always True: pdx runs eagerly, and `pdx.jit` compiles functions on request.
+
+    Returns:
+      True.
+
+    Example:
+      >>> import pdx
+      >>> pdx.in_dynamic_mode()
+      True
+    """
+    return True
+
+
+def disable_static(place=None):
+    """Accepted for Paddle: pdx is always in dynamic (eager) mode.
+
+    Args:
+      place: optional device; when given it becomes the default device (`pdx.set_device`).
+
+    Returns:
+      None.
+
+    Example:
+      >>> import pdx
+      >>> pdx.disable_static()
+    """
+    if place is not None:
+        from pdx.device import set_device
+
+        set_device(place)
+
+
+def enable_static():
+    """Raises: pdx has one mode (eager); compile functions with `pdx.jit` (Paddle's `to_static`).
+
+    Returns:
+      Never returns.
+
+    Example:
+      >>> import pdx
+      >>> try:
+      ...     pdx.enable_static()
+      ... except RuntimeError as err:
+      ...     print("pdx.jit" in str(err))
+      True
+    """
+    raise RuntimeError("pdx.enable_static: pdx has no separate static-graph mode. Ops run eagerly; compile a "
+                       "function or Layer with pdx.jit (Paddle's paddle.jit.to_static), which traces it to "
+                       "StableHLO and compiles it with XLA. Export with pdx.jit.save.")
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, sci_mode=None, linewidth=None):
+    """Set how tensors print (tensors print through numpy, so this sets numpy's print options).
+
+    Args:
+      precision: digits after the decimal point (Paddle's default 8; numpy's 8).
+      threshold: total elements above which the output is summarized.
+      edgeitems: elements shown at each edge of a summarized dim.
+      sci_mode: True forces scientific notation, False suppresses it, None lets numpy choose.
+      linewidth: characters per line.
+
+    Returns:
+      None.
+
+    Example:
+      >>> import pdx
+      >>> pdx.set_printoptions(precision=4)
+    """
+    options = {k: v for k, v in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                                 ("linewidth", linewidth)) if v is not None}
+    if sci_mode is not None:
+        options["suppress"] = not sci_mode
+        digits = precision if precision is not None else np.get_printoptions()["precision"]
+        options["formatter"] = {"float_kind": lambda v: f"{v:.{digits}e}"} if sci_mode else None
+    np.set_printoptions(**options)
+
+
+def get_cuda_rng_state():
+    """The generator state as a one-element list (pdx has one generator for every device).
+
+    Returns:
+      `[key]`, for `set_cuda_rng_state`.
+
+    Example:
+      >>> import pdx
+      >>> len(pdx.get_cuda_rng_state())
+      1
+    """
+    return [_random.get_rng_state()]
+
+
+def set_cuda_rng_state(state_list):
+    """Restore a state from `get_cuda_rng_state` (the first entry; pdx has one generator).
+
+    Args:
+      state_list: the list returned by `get_cuda_rng_state` (or a single key).
+
+    Returns:
+      None.
+
+    Example:
+      >>> import pdx
+      >>> pdx.set_cuda_rng_state(pdx.get_cuda_rng_state())
+    """
+    state = state_list[0] if isinstance(state_list, (list, tuple)) else state_list
+    _random.set_rng_state(state)

@@ -1,0 +1,61 @@
+"""pdx.device: Paddle's device names and queries (set_device, places, is_compiled_with_*) over JAX devices.
+
+pdx places arrays with JAX: `set_device` sets JAX's default device, Places
+(`CPUPlace`, `CUDAPlace`, ...) name JAX devices, and every capability query is
+answered from the JAX backends of this process. See README.md.
+
+Example:
+  >>> import pdx
+  >>> pdx.device.set_device("cpu")
+  Place(cpu)
+  >>> pdx.device.get_device()
+  'cpu'
+"""
+
+from pdx.device import cuda
+from pdx.device._device import (
+    device_count,
+    get_all_custom_device_type,
+    get_all_device_type,
+    get_available_custom_device,
+    get_available_device,
+    get_cudnn_version,
+    get_device,
+    is_compiled_with_cinn,
+    is_compiled_with_cuda,
+    is_compiled_with_custom_device,
+    is_compiled_with_distribute,
+    is_compiled_with_ipu,
+    is_compiled_with_rocm,
+    is_compiled_with_xpu,
+    set_device,
+    synchronize,
+)
+from pdx.device._place import CPUPlace, CUDAPinnedPlace, CUDAPlace, CustomPlace, Place, XPUPlace, as_jax_device
+
+__all__ = [
+    "CPUPlace",
+    "CUDAPinnedPlace",
+    "CUDAPlace",
+    "CustomPlace",
+    "Place",
+    "XPUPlace",
+    "as_jax_device",
+    "cuda",
+    "device_count",
+    "get_all_custom_device_type",
+    "get_all_device_type",
+    "get_available_custom_device",
+    "get_available_device",
+    "get_cudnn_version",
+    "get_device",
+    "is_compiled_with_cinn",
+    "is_compiled_with_cuda",
+    "is_compiled_with_custom_device",
+    "is_compiled_with_distribute",
+    "is_compiled_with_ipu",
+    "is_compiled_with_rocm",
+    "is_compiled_with_xpu",
+    "set_device",
+    "synchronize",
+]

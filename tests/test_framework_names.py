@@ -1,0 +1,60 @@
+"""Top-level environment names: dtype objects, constants, execution mode, print options, rng state."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pdx
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64",
+          "complex64", "complex128"]
+
+
+def test_dtype_names_work_as_dtypes(paddle):
+    for name in DTYPES:
+        dt = getattr(pdx, name)
+        assert isinstance(dt, pdx.dtype), name
+        assert str(getattr(paddle, name)) == f"paddle.{name}"  # the same names exist in paddle
+        x = pdx.zeros([2], dtype=dt)
+        assert x.dtype == jax.dtypes.canonicalize_dtype(dt), name
+        assert pdx.cast(x, dt).dtype == x.dtype
+    assert pdx.ones([1]).dtype == pdx.float32 and isinstance(pdx.ones([1]).dtype, pdx.dtype)
+    assert (pdx.float, pdx.double, pdx.half, pdx.long, pdx.int) == \
+        (pdx.float32, pdx.float64, pdx.float16, pdx.int64, pdx.int32)
+    assert (paddle.float, paddle.double, paddle.half, paddle.long) == \
+        (paddle.float32, paddle.float64, paddle.float16, paddle.int64)
+    assert pdx.to_tensor([1, 2], dtype=pdx.int8).dtype == jnp.int8
+
+
+def test_constants_match_paddle(paddle):
+    assert (pdx.pi, pdx.e, pdx.inf) == (paddle.pi, paddle.e, paddle.inf)
+    assert math.isnan(pdx.nan) and pdx.newaxis is None is paddle.newaxis
+
+
+def test_execution_mode():
+    assert pdx.in_dynamic_mode() is True
+    pdx.disable_static()
+    with pytest.raises(RuntimeError, match="pdx.jit"):
+        pdx.enable_static()
+
+
+def test_set_printoptions():
+    saved = np.get_printoptions()
+    try:
+        pdx.set_printoptions(precision=2, threshold=5, edgeitems=2, linewidth=60)
+        text = str(np.asarray(pdx.arange(10, dtype="float32") / 3))
+        assert "..." in text and "0.33" in text and "0.333" not in text, text
+        pdx.set_printoptions(sci_mode=True, precision=3)
+        assert "e-01" in str(np.asarray([0.5], np.float32))
+    finally:
+        np.set_printoptions(**saved)
+
+
+def test_cuda_rng_state_round_trip():
+    state = pdx.get_cuda_rng_state()
+    a = pdx.rand([3])
+    pdx.set_cuda_rng_state(state)
+    np.testing.assert_array_equal(np.asarray(pdx.rand([3])), np.asarray(a))
