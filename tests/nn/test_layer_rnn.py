@@ -112,6 +112,45 @@ def test_cells_and_wrappers_match_paddle(paddle, rng):
     assert_close(h_bw, pd_bw)
 
 
+def test_rnn_runs_a_user_defined_cell(paddle, rng):
+    class PdCell(paddle.nn.RNNCellBase):
+        def __init__(self):
+            super().__init__()
+            self.fc = paddle.nn.Linear(I + H, H)
+
+        def forward(self, x, h, scale=1.0):
+            h = paddle.tanh(self.fc(paddle.concat([x, h], -1))) * scale
+            return h, h
+
+        @property
+        def state_shape(self):
+            return (H,)
+
+    class Cell(nn.RNNCellBase):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(I + H, H)
+
+        def forward(self, x, h, scale=1.0):
+            h = jnp.tanh(self.fc(jnp.concatenate([x, h], -1))) * scale
+            return h, h
+
+        @property
+        def state_shape(self):
+            return (H,)
+
+    pd_cell = PdCell()
+    cell = load_from_paddle(Cell(), pd_cell)
+    seq = rng.standard_normal((T, B, I)).astype(np.float32)
+    for reverse in (False, True):
+        out, h = nn.RNN(cell, is_reverse=reverse, time_major=True)(
+            jnp.asarray(seq), sequence_length=jnp.asarray(LENGTHS), scale=0.5)
+        pd_out, pd_h = paddle.nn.RNN(pd_cell, is_reverse=reverse, time_major=True)(
+            paddle.to_tensor(seq), sequence_length=paddle.to_tensor(LENGTHS), scale=0.5)
+        assert_close(out, pd_out)
+        assert_close(h, pd_h)
+
+
 def _pdx_grads(net, x, lengths, cot_out, cot_h):
     def loss(model, x):
         out, st = model(x, sequence_length=lengths)
