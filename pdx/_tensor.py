@@ -18,7 +18,8 @@ type, so ported code calls them eagerly and under `jax.jit` / `pdx.jit`,
   `sum(0, None, True)`, `reshape([0, -1])`, `squeeze(axis)` over a dim that is
   not 1, ...). A Paddle form that JAX also accepts with another meaning is not
   overridden: those names are listed in `differences()` (`dot`, `repeat`,
-  `shape`, `nonzero()`, `std()`/`var()` defaults, `real`/`imag`, `device`).
+  `shape`, `size()`, `nonzero()`, `std()`/`var()` defaults, `real`/`imag`,
+  `device`).
 * **In-place methods raise.** Every `paddle.Tensor` method ending in `_`
   (`add_`, `zero_`, `uniform_`, ...) and `set_value` raise a TypeError naming
   the functional form (`x = x.add(y)`). `x[i] = v` raises JAX's own TypeError,
@@ -174,11 +175,14 @@ def _ext_reshape(jax_method):
     def reshape(self, *args, **kwargs):
         if kwargs and not _RESHAPE_KW.isdisjoint(kwargs):
             return _PDX.reshape(self, *args, **kwargs)
-        if len(args) == 1 and isinstance(args[0], (list, tuple)) and self.size != 0 and any(
-                type(d) is int and d == 0 for d in args[0]):
+        try:
+            return jax_method(self, *args, **kwargs)
+        except (TypeError, ValueError, ZeroDivisionError):  # what JAX raises for a 0 dim
             # Paddle's 0 copies the input's dim; JAX rejects a 0 for a non-empty array.
-            return _PDX.reshape(self, args[0])
-        return jax_method(self, *args, **kwargs)
+            if len(args) == 1 and isinstance(args[0], (list, tuple)) and self.size != 0 and any(
+                    type(d) is int and d == 0 for d in args[0]):
+                return _PDX.reshape(self, args[0])
+            raise
     return reshape
 
 
@@ -186,14 +190,16 @@ def _ext_squeeze(jax_method):
     def squeeze(self, *args, **kwargs):
         if kwargs and "name" in kwargs:
             return _PDX.squeeze(self, *args, **kwargs)
-        axis = args[0] if args else kwargs.get("axis")
-        if axis is not None:
+        try:
+            return jax_method(self, *args, **kwargs)
+        except ValueError:
             # Paddle leaves a named dim that is not 1 in place; JAX raises for it.
+            axis = args[0] if args else kwargs.get("axis")
             axes = axis if isinstance(axis, (list, tuple)) else (axis,)
-            shape, ndim = self.shape, self.ndim
-            if any(type(a) is int and -ndim <= a < ndim and shape[a] != 1 for a in axes):
+            ndim = self.ndim
+            if axis is not None and all(type(a) is int and -ndim <= a < ndim for a in axes):
                 return _PDX.squeeze(self, *args, **kwargs)
-        return jax_method(self, *args, **kwargs)
+            raise
     return squeeze
 
 
@@ -315,7 +321,7 @@ _EXTENDED: dict[str, Callable] = {
 
 # JAX names with Paddle's meaning already, left as JAX defines them.
 _SAME_AS_JAX = ("T", "mT", "astype", "clone", "conj", "diagonal", "dtype", "item",
-                "itemsize", "ndim", "ravel", "round", "size", "tolist", "trace")
+                "itemsize", "ndim", "ravel", "round", "tolist", "trace")
 
 # Deliberate differences: name -> why. The coverage report reads this through differences().
 _DIFFERENCES: dict[str, str] = {
@@ -323,6 +329,8 @@ _DIFFERENCES: dict[str, str] = {
              "or `list(x.shape)`",
     "dot": "JAX's x.dot(y) is a matrix product for 2-D inputs, Paddle's a row-wise dot product; "
            "use pdx.dot(x, y) for Paddle's",
+    "size": "JAX's int attribute: x.size == 6 holds, but Paddle's callable forms x.size() / "
+            "x.size(dim) fail; use x.shape / x.shape[dim]",
     "repeat": "JAX's x.repeat(n) repeats each element (numpy), Paddle's tiles the tensor; use x.tile(...)",
     "nonzero": "x.nonzero() keeps JAX's tuple of index arrays; x.nonzero(as_tuple=False) or "
                "pdx.nonzero(x) gives Paddle's [N, ndim] tensor",
