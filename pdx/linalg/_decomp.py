@@ -117,7 +117,8 @@ def hermitian_from_triangle(x, uplo):
 
 @functools.partial(jax.jit, static_argnames=("uplo", "vectors"))
 def _eigh_kernel(x, uplo, vectors):
-    w, v = jnp.linalg.eigh(hermitian_from_triangle(x, uplo), symmetrize_input=False)
+    # The input is already Hermitian; symmetrizing makes the gradient Hermitian, as Paddle's is.
+    w, v = jnp.linalg.eigh(hermitian_from_triangle(x, uplo), symmetrize_input=True)
     return (w, v) if vectors else w
 
 

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.linalg
 
 import pdx
 import pdx.linalg as L
@@ -267,6 +268,11 @@ def test_householder_and_ormqr_match_paddle(paddle, rng):
     for xs, ts in [((5, 3), (3,)), ((2, 4, 4), (2, 3)), ((4, 2), (1,))]:
         x, tau = rnd(rng, *xs), rng.random(ts).astype("float32")
         both(paddle, lambda m, a, t: m.householder_product(a, t), [x, tau], tol=1e-5, what=f"householder {xs}")
+    # complex: reflectors from LAPACK's geqrf (scipy's raw QR) rebuild the same Q in both
+    z = rnd(rng, 4, 3, dtype="complex64")
+    (raw, tau), _ = scipy.linalg.qr(z, mode="raw")
+    both(paddle, lambda m, a, t: m.householder_product(a, t), [raw.astype("complex64"), tau.astype("complex64")],
+         tol=1e-5, what="householder complex")
     thin, thin_tau = rnd(rng, 2, 4, 3), rng.random((2, 3)).astype("float32")
     square, square_tau = rnd(rng, 2, 4, 4), rng.random((2, 4)).astype("float32")
     # Paddle multiplies by the thin Q = householder_product(x, tau); its checks only admit a
@@ -310,7 +316,9 @@ def test_gradients_match_paddle(paddle, rng):
         ("norm fro", lambda m, a: m.norm(a, p="fro", axis=[-2, -1]), [rnd(rng, 2, 3, 4)]),
         ("vector_norm 3", lambda m, a: m.vector_norm(a, p=3, axis=-1), [rnd(rng, 3, 4)]),
         ("matrix_norm nuc", lambda m, a: m.matrix_norm(a, p="nuc"), [rnd(rng, 4, 3)]),
-        ("eigh values", lambda m, a: m.eigh(a)[0], [spd(rng, 3, 3)]),
+        ("eigh values", lambda m, a: m.eigh(a)[0], [rnd(rng, 3, 3)]),  # read from one triangle
+        ("eigh vectors", lambda m, a: m.eigh(a, UPLO="U")[1] ** 2, [rnd(rng, 2, 3, 3)]),  # sign-free loss
+        ("svd vectors", lambda m, a: m.svd(a)[0] ** 2 + m.svd(a)[2] ** 2, [rnd(rng, 3, 3)]),
         ("svdvals", lambda m, a: m.svdvals(a), [rnd(rng, 2, 4, 3)]),
         ("slogdet", lambda m, a: m.slogdet(a)[1], [wellcond(rng, 3, 3)]),
         ("cholesky", lambda m, a: m.cholesky(a), [spd(rng, 3, 3)]),
@@ -329,6 +337,15 @@ def test_gradients_match_paddle(paddle, rng):
         (fn(paddle.linalg, *ts) * paddle.to_tensor(cot)).sum().backward()
         for i, g in enumerate(ours):
             close(g, ts[i].grad, 1e-4 if what not in ("pinv", "matrix_exp") else 2e-4, f"grad {what} input {i}")
+    # Paddle 3.3.1's eigenvalue gradient is wrong for batched input: compare a batch with Paddle per matrix.
+    cot = rng.standard_normal((2, 3)).astype(np.float32)
+    for what, fn, a in [("eigh", lambda t: L.eigh(t)[0], rnd(rng, 2, 3, 3)),
+                        ("eigvalsh", L.eigvalsh, spd(rng, 2, 3, 3))]:
+        ours = jax.jit(jax.grad(lambda t, fn=fn: jnp.sum(fn(t) * cot)))(jnp.asarray(a))
+        for k in range(2):
+            t = paddle.to_tensor(a[k], stop_gradient=False)
+            (paddle.linalg.eigh(t)[0] * paddle.to_tensor(cot[k])).sum().backward()
+            close(ours[k], t.grad, 1e-4, f"grad batched {what} [{k}]")
 
 
 def test_bad_input_names_the_argument():
