@@ -813,7 +813,8 @@ class LSTM(RNNBase):
 
     `forward(inputs, initial_states=None, sequence_length=None)` -> `(outputs,
     (h, c))`: outputs [B, T, num_directions * (proj_size or hidden_size)] (zero
-    past each sequence's length); h and c [num_layers * num_directions, B, size].
+    past each sequence's length, also with proj_size, where Paddle's per-cell path
+    returns the cell's outputs); h and c [num_layers * num_directions, B, size].
 
     Example:
       >>> import pdx, jax.numpy as jnp
