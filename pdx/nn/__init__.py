@@ -1,6 +1,6 @@
 """pdx.nn: Layer (on flax.nnx), layers, initializers and functional ops."""
 
-from pdx.nn import axes, functional, initializer
+from pdx.nn import axes, decode, functional, initializer
 from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from pdx.nn._layer import Buffer, Layer, ParamAttr
 from pdx.nn._activation import (
@@ -423,6 +423,7 @@ __all__ = [
     "ZeroPad3D",
     "ZeroPad3d",
     "axes",
+    "decode",
     "dynamic_decode",
     "functional",
     "initializer",

@@ -53,7 +53,7 @@ def test_tile_and_gather_tree(paddle, rng):
     np.testing.assert_array_equal(np.asarray(_gather_tree(jnp.asarray(ids), jnp.asarray(parents))), want)
 
 
-class _GreedyDecoder(nn._decode.Decoder):
+class _GreedyDecoder(nn.decode.Decoder):
     """A decoder that does not track its own finished flags: counts down per batch entry."""
 
     def initialize(self, inits):
