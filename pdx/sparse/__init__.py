@@ -17,6 +17,7 @@ from pdx.sparse import nn
 from pdx.sparse._binary import add, addmm, divide, is_same_shape, mask_as, masked_matmul, matmul, multiply, mv, subtract
 from pdx.sparse._core import (coalesce, cols, crows, indices, is_sparse, is_sparse_coo, is_sparse_csr, nnz,
                               sparse_coo_tensor, sparse_csr_tensor, to_dense, to_sparse_coo, to_sparse_csr, values)
+from pdx.sparse._linalg import pca_lowrank
 from pdx.sparse._manipulation import reshape, slice, sum, transpose
 from pdx.sparse._unary import (abs, asin, asinh, atan, atanh, cast, deg2rad, expm1, isnan, log1p, neg, pow, rad2deg,
                                sin, sinh, sqrt, square, tan, tanh)
@@ -24,7 +25,7 @@ from pdx.sparse._unary import (abs, asin, asinh, atan, atanh, cast, deg2rad, exp
 __all__ = [
     "abs", "add", "addmm", "asin", "asinh", "atan", "atanh", "cast", "coalesce", "cols", "crows", "deg2rad",
     "divide", "expm1", "indices", "is_same_shape", "is_sparse", "is_sparse_coo", "is_sparse_csr", "isnan",
-    "log1p", "mask_as", "masked_matmul", "matmul", "multiply", "mv", "neg", "nn", "nnz", "pow", "rad2deg",
+    "log1p", "mask_as", "masked_matmul", "matmul", "multiply", "mv", "neg", "nn", "nnz", "pca_lowrank", "pow", "rad2deg",
     "reshape", "sin", "sinh", "slice", "sparse_coo_tensor", "sparse_csr_tensor", "sqrt", "square", "subtract",
     "sum", "tan", "tanh", "to_dense", "to_sparse_coo", "to_sparse_csr", "transpose", "values",
 ]

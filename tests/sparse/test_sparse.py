@@ -169,6 +169,21 @@ def test_products_match_dense_numpy(rng):
         S.matmul(x, np.ones((4, 3), np.float32))
 
 
+def test_pca_lowrank_matches_numpy_svd(rng):
+    # Paddle's pca_lowrank is CUDA-only: compare with numpy's SVD of the centered matrix.
+    a = _rand(rng, (6, 5), nnz=14)
+    for center in (True, False):
+        U, Sv, V = S.pca_lowrank(S.to_sparse_csr(a), q=3, center=center)
+        c = a - a.mean(0) if center else a
+        np.testing.assert_allclose(Sv, np.linalg.svd(c, compute_uv=False)[:3], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(U).T @ np.asarray(U), np.eye(3), atol=1e-5)
+        np.testing.assert_allclose((np.asarray(U) * np.asarray(Sv)) @ np.asarray(V).T @ np.asarray(V),
+                                   np.asarray(U) * np.asarray(Sv), atol=1e-4)
+    assert S.pca_lowrank(S.to_sparse_coo(a))[1].shape == (5,)
+    with pytest.raises(ValueError, match="`q`"):
+        S.pca_lowrank(S.to_sparse_coo(a), q=9)
+
+
 def test_manipulation_and_softmax_match_paddle(paddle, rng):
     PF = paddle.sparse.nn.functional
     for fmt, shape in CASES:
