@@ -35,6 +35,7 @@ from pdx import (
     version,
 )
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
+from pdx.autograd import enable_grad, is_grad_enabled, set_grad_enabled
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._framework import *  # noqa: F401,F403  (dtype names, constants, execution mode, print options)
 from pdx._random import get_rng_state, seed, set_rng_state
@@ -126,7 +127,8 @@ __all__ = [
     "value_and_grad",
 ] + list(ops.__all__) + list(_framework.__all__) + [
     "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CustomPlace", "XPUPlace", "adaptive_avg_pool1d", "conv1d",
-    "conv2d", "conv3d", "device", "get_cudnn_version", "get_device", "group_norm", "is_compiled_with_cinn",
+    "conv2d", "conv3d", "device", "enable_grad", "get_cudnn_version", "get_device", "group_norm",
+    "is_compiled_with_cinn", "is_grad_enabled", "set_grad_enabled",
     "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_distribute",
     "is_compiled_with_ipu", "is_compiled_with_rocm", "is_compiled_with_xpu", "layer_norm", "set_device", "utils",
     "version",

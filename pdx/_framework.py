@@ -8,6 +8,7 @@ unless JAX's x64 mode is on (see pdx._dtype).
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import jax.numpy as jnp
@@ -18,14 +19,15 @@ from pdx import _random
 __all__ = [
     "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128", "disable_static", "double", "dtype", "e",
     "enable_static", "float", "float8_e4m3fn", "float8_e5m2", "float16", "float32", "float64",
-    "get_cuda_rng_state", "half", "in_dynamic_mode", "inf", "int", "int8", "int16", "int32", "int64", "long",
-    "nan", "newaxis", "pi", "set_cuda_rng_state", "set_printoptions", "short", "uint8", "uint16", "uint32",
-    "uint64",
+    "get_cuda_rng_state", "get_default_device", "get_flags", "half", "in_dynamic_mode", "inf", "int", "int8",
+    "int16", "int32", "int64", "long", "manual_seed", "nan", "newaxis", "pi", "set_cuda_rng_state",
+    "set_default_device", "set_flags", "set_printoptions", "short", "uint8", "uint16", "uint32", "uint64",
 ]
 
 dtype = np.dtype
 
-bool = np.dtype("bool")  # noqa: A001 (Paddle's names shadow builtins in the pdx namespace only)
+# Paddle's names rebind bool/int/float in this module (and in pdx); code below spells builtins.bool.
+bool = np.dtype("bool")  # noqa: A001
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
 uint8, uint16, uint32, uint64 = (np.dtype(f"uint{b}") for b in (8, 16, 32, 64))
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
@@ -147,3 +149,122 @@ def set_cuda_rng_state(state_list):
     """
     state = state_list[0] if isinstance(state_list, (list, tuple)) else state_list
     _random.set_rng_state(state)
+
+
+def manual_seed(seed):
+    """Seed the global generator (alias of `pdx.seed`, Paddle's torch-style name).
+
+    Args:
+      seed: an int.
+
+    Returns:
+      The new global key.
+
+    Example:
+      >>> import pdx
+      >>> _ = pdx.manual_seed(0)
+    """
+    return _random.seed(seed)
+
+
+def set_default_device(device):
+    """Alias of `pdx.set_device` (Paddle's torch-style name).
+
+    Args:
+      device: 'cpu', 'gpu:N', an int GPU id or a Place.
+
+    Returns:
+      The Place now in use.
+
+    Example:
+      >>> import pdx
+      >>> pdx.set_default_device("cpu")
+      Place(cpu)
+    """
+    from pdx.device import set_device
+
+    return set_device(device)
+
+
+def get_default_device():
+    """The current default device name ('cpu', 'gpu:0', ...), as `pdx.get_device()`.
+
+    Returns:
+      A string.
+
+    Example:
+      >>> import pdx
+      >>> pdx.get_default_device()
+      'cpu'
+    """
+    from pdx.device import get_device
+
+    return get_device()
+
+
+# Paddle flags pdx understands. FLAGS_check_nan_inf switches JAX's NaN/Inf checks; the others
+# configure Paddle's own kernels and allocator, which XLA replaces: they are recorded and reported only.
+_FLAGS = {
+    "FLAGS_check_nan_inf": False,
+    "FLAGS_cudnn_deterministic": False,
+    "FLAGS_embedding_deterministic": 0,
+    "FLAGS_cudnn_exhaustive_search": False,
+    "FLAGS_conv_workspace_size_limit": 512,
+    "FLAGS_allocator_strategy": "auto_growth",
+    "FLAGS_fraction_of_gpu_memory_to_use": 0.92,
+    "FLAGS_eager_delete_tensor_gb": 0.0,
+    "FLAGS_use_autotune": False,
+    "FLAGS_enable_pir_api": True,
+}
+
+
+def _flag_names(flags, op):
+    names = [flags] if isinstance(flags, str) else list(flags)
+    for n in names:
+        if n not in _FLAGS:
+            raise ValueError(f"pdx.{op}: flag {n!r} is not one pdx understands; known flags: {sorted(_FLAGS)}")
+    return names
+
+
+def get_flags(flags):
+    """Values of Paddle flags (see `set_flags` for the ones pdx understands).
+
+    Args:
+      flags: a flag name or a list of names.
+
+    Returns:
+      A dict name -> value.
+
+    Example:
+      >>> import pdx
+      >>> pdx.get_flags("FLAGS_check_nan_inf")
+      {'FLAGS_check_nan_inf': False}
+    """
+    return {n: _FLAGS[n] for n in _flag_names(flags, "get_flags")}
+
+
+def set_flags(flags):
+    """Set Paddle flags. `FLAGS_check_nan_inf` turns on JAX's NaN/Inf checks (`jax_debug_nans`/`jax_debug_infs`);
+    kernel and allocator flags (cudnn_deterministic, allocator_strategy, ...) are recorded only, since XLA
+    chooses kernels and memory (use XLA_FLAGS / XLA_PYTHON_CLIENT_* for those).
+
+    Args:
+      flags: a dict name -> value.
+
+    Returns:
+      None.
+
+    Example:
+      >>> import pdx
+      >>> pdx.set_flags({"FLAGS_cudnn_deterministic": True})
+    """
+    if not isinstance(flags, dict):
+        raise TypeError(f"pdx.set_flags: `flags` must be a dict of name -> value; got {type(flags).__name__}")
+    _flag_names(flags, "set_flags")
+    for name, value in flags.items():
+        _FLAGS[name] = value
+        if name == "FLAGS_check_nan_inf":
+            import jax
+
+            jax.config.update("jax_debug_nans", builtins.bool(value))
+            jax.config.update("jax_debug_infs", builtins.bool(value))

@@ -58,3 +58,22 @@ def test_cuda_rng_state_round_trip():
     a = pdx.rand([3])
     pdx.set_cuda_rng_state(state)
     np.testing.assert_array_equal(np.asarray(pdx.rand([3])), np.asarray(a))
+
+
+def test_flags_and_aliases(paddle):
+    assert pdx.get_flags(["FLAGS_check_nan_inf"]) == paddle.get_flags(["FLAGS_check_nan_inf"])
+    try:
+        pdx.set_flags({"FLAGS_check_nan_inf": True})
+        assert jax.config.jax_debug_nans and pdx.get_flags("FLAGS_check_nan_inf")["FLAGS_check_nan_inf"]
+    finally:
+        pdx.set_flags({"FLAGS_check_nan_inf": False})
+    assert not jax.config.jax_debug_nans
+    with pytest.raises(ValueError, match="FLAGS_no_such_flag"):
+        pdx.get_flags("FLAGS_no_such_flag")
+    with pytest.raises(ValueError, match="FLAGS_no_such_flag"):
+        pdx.set_flags({"FLAGS_no_such_flag": 1})
+    assert pdx.get_default_device() == paddle.get_default_device() == "cpu"
+    a = (pdx.manual_seed(3), pdx.rand([2]))[1]
+    pdx.seed(3)
+    np.testing.assert_array_equal(np.asarray(pdx.rand([2])), np.asarray(a))
+    assert pdx.is_grad_enabled() is True and pdx.set_grad_enabled is pdx.autograd.set_grad_enabled

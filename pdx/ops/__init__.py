@@ -193,6 +193,7 @@ from pdx.ops._binary import ge
 from pdx.ops._binary import greater
 from pdx.ops._binary import gt
 from pdx.ops._binary import heaviside
+from pdx.ops._binary import isin
 from pdx.ops._binary import hypot
 from pdx.ops._binary import isclose
 from pdx.ops._binary import lcm
@@ -275,6 +276,7 @@ from pdx.ops._scan import logcumsumexp
 from pdx.ops._scan import msort
 from pdx.ops._scan import reduce_as
 from pdx.ops._scan import trapezoid
+from pdx.ops._scan import unique_consecutive
 from pdx.ops._scatter import argwhere
 from pdx.ops._scatter import diagonal_scatter
 from pdx.ops._scatter import index_add
@@ -516,7 +518,7 @@ __all__ = sorted(__all__ + [
     "gt", "hamming_window", "hann_window", "heaviside", "histogram", "histogram_bin_edges",
     "histogramdd", "hsplit", "hstack", "hypot", "i0", "i0e", "i1", "i1e", "iinfo", "imag",
     "increment", "index_add", "index_fill", "index_put", "index_sample", "inner", "is_complex",
-    "is_empty", "is_floating_point", "is_integer", "isclose", "isneginf", "isposinf", "isreal",
+    "is_empty", "is_floating_point", "isin", "is_integer", "isclose", "isneginf", "isposinf", "isreal",
     "kaiser_window", "kthvalue", "lcm", "ldexp", "le", "less", "lgamma", "log10", "log_normal",
     "logaddexp", "logcumsumexp", "logit", "logspace", "lt", "masked_scatter", "matrix_transpose",
     "median", "mode", "moveaxis", "msort", "mul", "multigammaln", "multiplex", "mv", "nanmean",
@@ -528,6 +530,6 @@ __all__ = sorted(__all__ + [
     "slice_scatter", "softmax", "square", "standard_gamma", "standard_normal", "stanh", "sub",
     "swapaxes", "swapdims", "t", "take", "take_along_dim", "tan", "tensor_split", "tensordot",
     "to_dlpack", "tolist", "trace", "trapezoid", "tril_indices", "triu_indices", "true_divide",
-    "trunc", "unflatten", "unfold", "unstack", "vander", "vecdot", "view", "view_as",
+    "trunc", "unflatten", "unfold", "unique_consecutive", "unstack", "vander", "vecdot", "view", "view_as",
     "view_as_complex", "view_as_real", "vsplit", "vstack",
 ])

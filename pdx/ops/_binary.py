@@ -336,3 +336,26 @@ def equal_all(x, y, name=None):
     if x.shape != y.shape:
         return jnp.asarray(False)
     return jnp.all(x == y)
+
+
+def isin(x, test_x, assume_unique=False, invert=False, name=None):
+    """True where an element of `x` occurs in `test_x` (False with `invert=True`).
+
+    Args:
+      x: a tensor.
+      test_x: the values to look for (any shape).
+      assume_unique: accepted for Paddle (a speed hint).
+      invert: return the negation.
+      name: ignored.
+
+    Returns:
+      A bool tensor like `x`.
+
+    Example:
+      >>> import pdx
+      >>> pdx.isin(pdx.to_tensor([1, 2, 3]), pdx.to_tensor([2, 5])).tolist()
+      [False, True, False]
+    """
+    x = as_array(x, op="isin")
+    test_x = as_array(test_x, name="test_x", op="isin")
+    return jnp.isin(x, test_x, invert=invert)

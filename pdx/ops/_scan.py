@@ -442,3 +442,43 @@ def reduce_as(x, target, name=None):
         raise op_error("reduce_as", f"target.shape={shape} does not broadcast to x.shape={tuple(x.shape)}")
     axes = tuple(range(lead)) + tuple(lead + i for i, t in enumerate(shape) if t == 1 and x.shape[lead + i] != 1)
     return jnp.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
+
+
+def unique_consecutive(x, return_inverse=False, return_counts=False, axis=None, dtype="int64", name=None):
+    """Collapse runs of equal consecutive elements (or slices along `axis`) to one (eager only).
+
+    The output size depends on the data, so this runs on concrete values only.
+
+    Args:
+      x: a tensor.
+      return_inverse: also return, per element (slice), the index of its run.
+      return_counts: also return the length of each run.
+      axis: None (flatten first) or the axis whose slices are compared.
+      dtype: dtype of the index outputs ('int64' -> int32 without x64, or 'int32').
+      name: ignored.
+
+    Returns:
+      The collapsed tensor, or `(out, [inverse], [counts])` with the requested extras.
+
+    Example:
+      >>> import pdx
+      >>> pdx.unique_consecutive(pdx.to_tensor([1, 1, 2, 2, 1])).tolist()
+      [1, 2, 1]
+    """
+    x = as_array(x, op="unique_consecutive")
+    dt = int_dtype_arg(dtype, op="unique_consecutive")
+    if isinstance(x, jax.core.Tracer):
+        raise op_error("unique_consecutive", "the output size depends on the data, so it cannot run under jit")
+    xs = np.asarray(x).reshape(-1) if axis is None else np.asarray(x)
+    ax = 0 if axis is None else normalize_axis(static_int(axis, op="unique_consecutive", name="axis"), xs.ndim,
+                                              op="unique_consecutive")
+    moved = np.moveaxis(xs, ax, 0).reshape(xs.shape[ax], -1)
+    starts = np.ones(moved.shape[0], bool)
+    starts[1:] = np.any(moved[1:] != moved[:-1], axis=1)
+    out = jnp.asarray(np.compress(starts, xs, axis=ax), x.dtype)
+    extras = []
+    if return_inverse:
+        extras.append(jnp.asarray(np.cumsum(starts) - 1, dt))
+    if return_counts:
+        extras.append(jnp.asarray(np.diff(np.append(np.flatnonzero(starts), moved.shape[0])), dt))
+    return (out, *extras) if extras else out

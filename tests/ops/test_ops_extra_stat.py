@@ -94,6 +94,12 @@ FORWARD = [
     ("bucketize_right", lambda m, x, s: m.bucketize(x, s, right=True, out_int32=True),
      [const([0.0, 1.0, 2.0]), const([0.0, 1.0, 2.0])]),
     ("msort", lambda m, x: m.msort(x), [f32(4, 3)]),
+    ("isin", lambda m, x, t: m.isin(x, t), [i32(3, 4), i32(5)]),
+    ("isin_invert", lambda m, x, t: m.isin(x, t, invert=True), [f32(3, 4), const([0.5, 1.0])]),
+    ("unique_consecutive", lambda m, x: m.unique_consecutive(x), [i32(12, low=0, high=3)]),
+    ("unique_consecutive_all", lambda m, x: m.unique_consecutive(x, True, True), [i32(3, 4, low=0, high=2)]),
+    ("unique_consecutive_axis", lambda m, x: m.unique_consecutive(x, True, True, axis=1),
+     [const([[1, 1, 2, 2], [3, 3, 4, 5]], np.int32)]),
     ("reduce_as", lambda m, x, t: m.reduce_as(x, t), [f32(2, 3, 4), f32(3, 1)]),
     # scatter-style writes and gathers
     ("scatter_nd", lambda m, i, u: m.scatter_nd(i, u, [4, 3]), [i32(5, 1, low=0, high=4), f32(5, 3)]),
@@ -158,7 +164,8 @@ FORWARD = [
     ("kaiser_window", lambda m: m.kaiser_window(5, beta=5.0), []),
 ]
 
-EAGER = {"bincount", "bincount_w", "argwhere", "logspace", "logspace_base", "range", "hann_window",
+EAGER = {"bincount", "bincount_w", "argwhere", "unique_consecutive", "unique_consecutive_all",
+         "unique_consecutive_axis", "logspace", "logspace_base", "range", "hann_window",
          "hann_window_sym", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
          "empty_like", "is_empty", "rank"}
 

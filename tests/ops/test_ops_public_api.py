@@ -33,7 +33,7 @@ from pdx.ops import (  # noqa: F401  (the further top-level ops)
     fmin, frac, frexp, from_dlpack, from_numpy, gammainc, gammaincc, gammaln, gcd, ge, ger, greater, gt,
     hamming_window, hann_window, heaviside, histogram, histogram_bin_edges, histogramdd, hsplit, hstack,
     hypot, i0, i0e, i1, i1e, iinfo, imag, increment, index_add, index_fill, index_put, index_sample, inner,
-    is_complex, is_empty, is_floating_point, is_integer, isclose, isneginf, isposinf, isreal, kaiser_window,
+    is_complex, is_empty, is_floating_point, isin, is_integer, isclose, isneginf, isposinf, isreal, kaiser_window,
     kthvalue, lcm, ldexp, le, less, lgamma, log10, log_normal, logaddexp, logcumsumexp, logit, logspace, lt,
     masked_scatter, matrix_transpose, median, mode, moveaxis, msort, mul, multigammaln, multiplex, mv,
     nanmean, nanmedian, nanquantile, nansum, narrow, ne, neg, negative, nextafter, pdist, permute, poisson,
@@ -42,7 +42,8 @@ from pdx.ops import (  # noqa: F401  (the further top-level ops)
     scatter_reduce, select_scatter, sgn, shard_index, sigmoid, signbit, sinc, sinh, slice_scatter, softmax,
     square, standard_gamma, standard_normal, stanh, sub, swapaxes, swapdims, t, take, take_along_dim, tan,
     tensor_split, tensordot, to_dlpack, tolist, trace, trapezoid, tril_indices, triu_indices, true_divide,
-    trunc, unflatten, unfold, unstack, vander, vecdot, view, view_as, view_as_complex, view_as_real, vsplit,
+    trunc, unflatten, unfold, unique_consecutive, unstack, vander, vecdot, view, view_as, view_as_complex,
+    view_as_real, vsplit,
     vstack,
 )
 
