@@ -174,7 +174,7 @@ def stft(x, n_fft, hop_length=None, win_length=None, window=None, center=True, p
     Example:
       >>> import pdx
       >>> pdx.signal.stft(pdx.ones([16]), n_fft=8).shape
-      (5, 5)
+      (5, 9)
     """
     op = "signal.stft"
     x = as_array(x, op=op)
