@@ -53,12 +53,25 @@ class _LocScale(Distribution):
         return self.loc.dtype
 
 
+def _is_complex(x) -> bool:
+    if isinstance(x, complex):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_is_complex(v) for v in x)
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.complexfloating)
+
+
 class Normal(_LocScale):
-    """Normal (Gaussian) distribution N(loc, scale**2).
+    """Normal (Gaussian) distribution N(loc, scale**2); a complex `loc` gives the circular complex normal.
+
+    For complex `loc` (as in Paddle) draws are loc + scale * z with z standard
+    complex normal (E|z|^2 = 1), the density is exp(-|x - loc|^2 / scale^2) /
+    (pi scale^2), and log_prob/probs/KL come back with a complex dtype (zero
+    imaginary part), as Paddle's do.
 
     Args:
-      loc: mean (number, list, numpy array or tensor).
-      scale: standard deviation, > 0.
+      loc: mean (number, list, numpy array or tensor; real or complex).
+      scale: standard deviation, > 0 (real).
       name: ignored label, kept for Paddle compatibility.
 
     Example:
@@ -69,6 +82,23 @@ class Normal(_LocScale):
       >>> d.sample([3], key=__import__("jax").random.key(0)).shape
       (3,)
     """
+
+    def __init__(self, loc, scale, name=None) -> None:
+        self._complex_gaussian = _is_complex(loc)
+        if not self._complex_gaussian:
+            super().__init__(loc, scale, name)
+            return
+        loc = jnp.asarray(loc)
+        scale = param(scale, "scale", "Normal")
+        try:
+            shape = jnp.broadcast_shapes(loc.shape, scale.shape)
+        except ValueError:
+            raise ValueError(f"Normal: parameter shapes do not broadcast: loc.shape={loc.shape}, "
+                             f"scale.shape={scale.shape}") from None
+        self.loc = jnp.broadcast_to(loc, shape)
+        self.scale = jnp.broadcast_to(scale, shape).astype(jnp.finfo(loc.dtype).dtype)
+        self.name = name if name is not None else "Normal"
+        Distribution.__init__(self, shape)
 
     @property
     def mean(self):
@@ -85,40 +115,63 @@ class Normal(_LocScale):
         return jax.lax.stop_gradient(self.rsample(shape, key=seed_key(seed, key)))
 
     def rsample(self, shape=(), *, key=None):
-        """loc + scale * eps with eps ~ N(0, 1): differentiable in loc and scale."""
+        """loc + scale * eps with eps ~ N(0, 1) (complex: E|eps|^2 = 1): differentiable in loc and scale."""
         shape = self._extend_shape(sample_shape(shape, "Normal.rsample"))
         eps = jax.random.normal(self._key(key, "rsample"), shape, self.dtype)
         return self.loc + eps * self.scale
 
     def entropy(self):
-        """0.5 + 0.5 * log(2 pi) + log(scale)."""
+        """0.5 + 0.5 * log(2 pi) + log(scale) (complex: 1 + log(pi) + 2 log(scale))."""
+        if self._complex_gaussian:
+            return 1.0 + math.log(math.pi) + 2.0 * jnp.log(self.scale)
         return 0.5 + 0.5 * math.log(2 * math.pi) + jnp.log(self.scale)
+
+    def _sq_dist(self, value):
+        d = value - self.loc
+        return jnp.conj(d) * d
 
     def log_prob(self, value):
         """Log density."""
         value = value_arg(value, self.dtype, owner="Normal.log_prob")
         var = self.scale * self.scale
-        return -((value - self.loc) ** 2) / (2.0 * var) - (jnp.log(self.scale) + 0.5 * math.log(2 * math.pi))
+        if self._complex_gaussian:
+            return -self._sq_dist(value) / var - (2.0 * jnp.log(self.scale) + math.log(math.pi))
+        return -self._sq_dist(value) / (2.0 * var) - (jnp.log(self.scale) + 0.5 * math.log(2 * math.pi))
 
     def probs(self, value):
         """Density (Paddle's name)."""
-        return jnp.exp(self.log_prob(value))
+        value = value_arg(value, self.dtype, owner="Normal.probs")
+        var = self.scale * self.scale
+        if self._complex_gaussian:
+            return jnp.exp(-self._sq_dist(value) / var) / (math.pi * var)
+        return jnp.exp(-self._sq_dist(value) / (2.0 * var)) / (math.sqrt(2 * math.pi) * self.scale)
+
+    def _real_only(self, method):
+        if self._complex_gaussian:
+            raise ValueError(f"Normal.{method}: defined for a real `loc` only; this Normal has complex loc")
 
     def cdf(self, value):
-        """Cumulative distribution function."""
+        """Cumulative distribution function (real loc only)."""
+        self._real_only("cdf")
         value = value_arg(value, self.dtype, owner="Normal.cdf")
         return jax.scipy.special.ndtr((value - self.loc) / self.scale)
 
     def icdf(self, value):
-        """Inverse cdf (quantile function)."""
+        """Inverse cdf (quantile function; real loc only)."""
+        self._real_only("icdf")
         value = value_arg(value, self.dtype, owner="Normal.icdf")
         return self.loc + self.scale * jax.scipy.special.ndtri(value)
 
 
 @register_kl(Normal, Normal)
 def _kl_normal_normal(p, q):
+    if p._complex_gaussian != q._complex_gaussian:
+        raise ValueError("kl_divergence: both Normals must be real or both complex (`loc` dtype)")
     var_ratio = (p.scale / q.scale) ** 2
-    t1 = ((p.loc - q.loc) / q.scale) ** 2
+    t1 = (p.loc - q.loc) / q.scale
+    t1 = jnp.conj(t1) * t1
+    if p._complex_gaussian:
+        return var_ratio + t1 - 1.0 - jnp.log(var_ratio)
     return 0.5 * var_ratio + 0.5 * (t1 - 1.0 - jnp.log(var_ratio))
 
 
@@ -346,6 +399,11 @@ class Gumbel(TransformedDistribution):
                                                 scale=param(scale, "scale", "Gumbel"))
         base = Uniform(jnp.full_like(self.loc, float(_F32.tiny)), jnp.full_like(self.loc, float(1 - _F32.eps)))
         super().__init__(base, [])
+
+    @property
+    def base_dist(self):
+        """The Uniform(tiny, 1 - eps) base distribution (Paddle's attribute)."""
+        return self._base
 
     @property
     def dtype(self):

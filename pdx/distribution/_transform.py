@@ -57,6 +57,9 @@ class Transform:
     domain_event_rank = 0
     codomain_event_rank = 0
 
+    def __init__(self) -> None:
+        pass
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_pytree_class(cls)

@@ -52,6 +52,10 @@ def _cases(rng, P):
     add("Normal", D.Normal(loc, scale), PD.Normal(t(loc), t(scale)),
         log_prob=x, probs=x, prob=x, entropy=None, mean=None, variance=None)
     add("Normal-floats", D.Normal(0.5, 2.0), PD.Normal(0.5, 2.0), log_prob=x, entropy=None)
+    cloc = (loc + 1j * _normal(rng)).astype(np.complex64)
+    cx = (x + 1j * _normal(rng)).astype(np.complex64)
+    add("Normal-complex", D.Normal(cloc, scale), PD.Normal(t(cloc), t(scale)),
+        log_prob=cx, probs=cx, entropy=None, mean=None, variance=None)
     lo, width = _normal(rng), _pos(rng)
     xs = lo + width * rng.uniform(-0.2, 1.2, SHAPE).astype(np.float32)
     add("Uniform", D.Uniform(lo, lo + width), PD.Uniform(t(lo), t(lo + width)),
@@ -170,6 +174,9 @@ def test_kl_matches_paddle(paddle, rng):
     cov_a, cov_b = _spd(rng, (2,), 3), _spd(rng, (2,), 3)
     pairs = [
         ("Normal", D.Normal(la, a), D.Normal(lb, b), PD.Normal(t(la), t(a)), PD.Normal(t(lb), t(b))),
+        ("Normal-complex", D.Normal(la + 1j * lb, a), D.Normal(lb - 0.5j * la, b),
+         PD.Normal(t((la + 1j * lb).astype(np.complex64)), t(a)),
+         PD.Normal(t((lb - 0.5j * la).astype(np.complex64)), t(b))),
         ("LogNormal", D.LogNormal(la, a), D.LogNormal(lb, b), PD.LogNormal(t(la), t(a)), PD.LogNormal(t(lb), t(b))),
         ("Cauchy", D.Cauchy(la, a), D.Cauchy(lb, b), PD.Cauchy(t(la), t(a)), PD.Cauchy(t(lb), t(b))),
         ("Laplace", D.Laplace(la, a), D.Laplace(lb, b), PD.Laplace(t(la), t(a)), PD.Laplace(t(lb), t(b))),

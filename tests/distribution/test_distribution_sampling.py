@@ -119,6 +119,17 @@ def test_sample_shapes_dtypes_and_moments(paddle):
                 _check_moments(label, r, 0.0, var)
 
 
+def test_complex_normal_sampling(paddle):
+    loc = np.array([1.0 + 2.0j, -0.5j], np.complex64)
+    scale = np.array([0.5, 2.0], np.float32)
+    theirs = paddle.distribution.Normal(paddle.to_tensor(loc), paddle.to_tensor(scale)).sample([5])
+    x = _draw(D.Normal(loc, scale), jax.random.key(4))
+    assert x.shape == (N,) + tuple(theirs.shape)[1:] and str(x.dtype) == "complex64" == str(theirs.dtype)[7:]
+    x = np.asarray(x)
+    _check_moments("Normal-complex real part", x.real, loc.real, scale ** 2 / 2)
+    _check_moments("Normal-complex imaginary part", x.imag, loc.imag, scale ** 2 / 2)
+
+
 def test_rsample_gradients_match_analytic():
     key = jax.random.key(7)
 
