@@ -17,7 +17,8 @@ import numpy as np
 from pdx import _random
 
 __all__ = [
-    "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128", "disable_static", "double", "dtype", "e",
+    "LazyGuard", "batch", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
+    "disable_signal_handler", "disable_static", "double", "dtype", "e",
     "enable_static", "float", "float8_e4m3fn", "float8_e5m2", "float16", "float32", "float64",
     "get_cuda_rng_state", "get_default_device", "get_flags", "half", "in_dynamic_mode", "inf", "int", "int8",
     "int16", "int32", "int64", "long", "manual_seed", "nan", "newaxis", "pi", "set_cuda_rng_state",
@@ -268,3 +269,68 @@ def set_flags(flags):
 
             jax.config.update("jax_debug_nans", builtins.bool(value))
             jax.config.update("jax_debug_infs", builtins.bool(value))
+
+
+def disable_signal_handler():
+    """Accepted for Paddle: pdx installs no signal handlers, so there is nothing to disable.
+
+    Returns:
+      None.
+
+    Example:
+      >>> import pdx
+      >>> pdx.disable_signal_handler()
+    """
+
+
+class LazyGuard:
+    """Accepted for Paddle: layers built inside still initialize their parameters at once.
+
+    Paddle delays parameter creation inside `LazyGuard`; to build a large model
+    without allocating it in pdx, use `flax.nnx.eval_shape(lambda: Model())`.
+
+    Example:
+      >>> import pdx
+      >>> with pdx.LazyGuard():
+      ...     layer = pdx.nn.Linear(2, 3)
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def batch(reader, batch_size, drop_last=False):
+    """Wrap a sample reader (a function returning an iterator) into one that yields lists of `batch_size`.
+
+    Paddle's legacy reader decorator; `pdx.io.DataLoader` is the modern path.
+
+    Args:
+      reader: a callable returning an iterable of samples.
+      batch_size: samples per batch (> 0).
+      drop_last: drop the last, short batch.
+
+    Returns:
+      A callable returning an iterator of lists.
+
+    Example:
+      >>> import pdx
+      >>> list(pdx.batch(lambda: iter(range(5)), 2)())
+      [[0, 1], [2, 3], [4]]
+    """
+    if not isinstance(batch_size, builtins.int) or isinstance(batch_size, builtins.bool) or batch_size <= 0:
+        raise ValueError(f"pdx.batch: `batch_size` must be a positive int; got {batch_size!r}")
+
+    def batched():
+        chunk = []
+        for sample in reader():
+            chunk.append(sample)
+            if len(chunk) == batch_size:
+                yield chunk
+                chunk = []
+        if chunk and not drop_last:
+            yield chunk
+
+    return batched

@@ -77,3 +77,15 @@ def test_flags_and_aliases(paddle):
     pdx.seed(3)
     np.testing.assert_array_equal(np.asarray(pdx.rand([2])), np.asarray(a))
     assert pdx.is_grad_enabled() is True and pdx.set_grad_enabled is pdx.autograd.set_grad_enabled
+
+
+def test_legacy_helpers(paddle):
+    reader = lambda: iter(range(7))  # noqa: E731
+    assert list(pdx.batch(reader, 3)()) == list(paddle.batch(reader, 3)())
+    assert list(pdx.batch(reader, 3, drop_last=True)()) == list(paddle.batch(reader, 3, drop_last=True)())
+    with pytest.raises(ValueError, match="batch_size"):
+        pdx.batch(reader, 0)
+    with pdx.LazyGuard():
+        layer = pdx.nn.Linear(2, 3)
+    assert layer.weight.shape == (2, 3)
+    pdx.disable_signal_handler()
