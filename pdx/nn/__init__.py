@@ -74,6 +74,7 @@ from pdx.nn._norm import (
     RMSNorm,
 )
 from pdx.nn._recompute import recompute, scan_layers
+from pdx.nn._spectral_norm_hook import spectral_norm
 from pdx.nn._rnn import (
     GRU,
     LSTM,
@@ -429,4 +430,5 @@ __all__ = [
     "initializer",
     "recompute",
     "scan_layers",
+    "spectral_norm",
 ]

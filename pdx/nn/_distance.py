@@ -22,7 +22,7 @@ class CosineSimilarity(Layer):
       [0.7071]
     """
 
-    def __init__(self, axis=1, eps=1e-8):
+    def __init__(self, axis=1, eps=1e-8, *, rngs=None):
         super().__init__()
         if not is_int(axis):
             raise layer_error("CosineSimilarity", f"axis must be an int; got axis={axis!r}")
@@ -58,7 +58,7 @@ class PairwiseDistance(Layer):
       [5.0]
     """
 
-    def __init__(self, p=2.0, epsilon=1e-6, keepdim=False, name=None):
+    def __init__(self, p=2.0, epsilon=1e-6, keepdim=False, name=None, *, rngs=None):
         super().__init__()
         if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0:
             raise layer_error("PairwiseDistance", f"p must be a number >= 0; got p={p!r}")

@@ -372,7 +372,9 @@ class Layer(nnx.Module):
         """
         if not hasattr(state_dict, "items"):
             raise TypeError(f"set_state_dict needs a mapping name -> tensor; got {type(state_dict).__name__}")
-        own = dict(self._named_variables((nnx.Param, Buffer)))
+        # Non-persistable buffers are not saved, so they are never missing (as in Paddle).
+        own = {k: v for k, v in self._named_variables((nnx.Param, Buffer))
+               if not (isinstance(v, Buffer) and not v.get_metadata().get("persistable", True))}
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         updates = []

@@ -75,7 +75,7 @@ class Unflatten(Layer):
       (3, 2, 4)
     """
 
-    def __init__(self, axis, shape, name=None):
+    def __init__(self, axis, shape, name=None, *, rngs=None):
         super().__init__()
         if isinstance(shape, (jax.Array, np.ndarray)):
             shape = np.asarray(shape).tolist()

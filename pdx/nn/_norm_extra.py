@@ -44,7 +44,7 @@ class LocalResponseNorm(Layer):
       (1, 4, 2, 2)
     """
 
-    def __init__(self, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NCHW", name=None):
+    def __init__(self, size, alpha=0.0001, beta=0.75, k=1.0, data_format="NCHW", name=None, *, rngs=None):
         super().__init__()
         if not is_int(size) or size < 1:
             raise layer_error("LocalResponseNorm", f"size must be a positive int; got size={size!r}")

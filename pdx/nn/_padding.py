@@ -56,7 +56,7 @@ class _PadNd(Layer):
 
     _n = 1
 
-    def __init__(self, padding, mode="constant", value=0.0, data_format=None, name=None):
+    def __init__(self, padding, mode="constant", value=0.0, data_format=None, name=None, *, rngs=None):
         super().__init__()
         layer = type(self).__name__
         if mode not in _MODES:
@@ -100,7 +100,7 @@ class Pad1D(_PadNd):
 
     _n = 1
 
-    def __init__(self, padding, mode="constant", value=0.0, data_format="NCL", name=None):
+    def __init__(self, padding, mode="constant", value=0.0, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, mode, value, data_format, name)
 
 
@@ -118,7 +118,7 @@ class ZeroPad1D(Pad1D):
       (1, 1, 5)
     """
 
-    def __init__(self, padding, data_format="NCL", name=None):
+    def __init__(self, padding, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, "constant", 0.0, data_format, name)
 
 
@@ -137,7 +137,7 @@ class ConstantPad1D(Pad1D):
       (1, 1, 5)
     """
 
-    def __init__(self, padding, value, data_format="NCL", name=None):
+    def __init__(self, padding, value, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, "constant", value, data_format, name)
 
 
@@ -155,7 +155,7 @@ class ReflectionPad1D(Pad1D):
       (1, 1, 5)
     """
 
-    def __init__(self, padding, data_format="NCL", name=None):
+    def __init__(self, padding, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, "reflect", 0.0, data_format, name)
 
 
@@ -173,7 +173,7 @@ class ReplicationPad1D(Pad1D):
       (1, 1, 5)
     """
 
-    def __init__(self, padding, data_format="NCL", name=None):
+    def __init__(self, padding, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, "replicate", 0.0, data_format, name)
 
 
@@ -191,7 +191,7 @@ class CircularPad1D(Pad1D):
       (1, 1, 5)
     """
 
-    def __init__(self, padding, data_format="NCL", name=None):
+    def __init__(self, padding, data_format="NCL", name=None, *, rngs=None):
         super().__init__(padding, "circular", 0.0, data_format, name)
 
 
@@ -213,7 +213,7 @@ class Pad2D(_PadNd):
 
     _n = 2
 
-    def __init__(self, padding, mode="constant", value=0.0, data_format="NCHW", name=None):
+    def __init__(self, padding, mode="constant", value=0.0, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, mode, value, data_format, name)
 
 
@@ -231,7 +231,7 @@ class ZeroPad2D(Pad2D):
       (1, 1, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCHW", name=None):
+    def __init__(self, padding, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, "constant", 0.0, data_format, name)
 
 
@@ -250,7 +250,7 @@ class ConstantPad2D(Pad2D):
       (1, 1, 4, 5)
     """
 
-    def __init__(self, padding, value, data_format="NCHW", name=None):
+    def __init__(self, padding, value, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, "constant", value, data_format, name)
 
 
@@ -268,7 +268,7 @@ class ReflectionPad2D(Pad2D):
       (1, 1, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCHW", name=None):
+    def __init__(self, padding, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, "reflect", 0.0, data_format, name)
 
 
@@ -286,7 +286,7 @@ class ReplicationPad2D(Pad2D):
       (1, 1, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCHW", name=None):
+    def __init__(self, padding, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, "replicate", 0.0, data_format, name)
 
 
@@ -304,7 +304,7 @@ class CircularPad2D(Pad2D):
       (1, 1, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCHW", name=None):
+    def __init__(self, padding, data_format="NCHW", name=None, *, rngs=None):
         super().__init__(padding, "circular", 0.0, data_format, name)
 
 
@@ -326,7 +326,7 @@ class Pad3D(_PadNd):
 
     _n = 3
 
-    def __init__(self, padding, mode="constant", value=0.0, data_format="NCDHW", name=None):
+    def __init__(self, padding, mode="constant", value=0.0, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, mode, value, data_format, name)
 
 
@@ -344,7 +344,7 @@ class ZeroPad3D(Pad3D):
       (1, 1, 4, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCDHW", name=None):
+    def __init__(self, padding, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, "constant", 0.0, data_format, name)
 
 
@@ -363,7 +363,7 @@ class ConstantPad3D(Pad3D):
       (1, 1, 4, 4, 5)
     """
 
-    def __init__(self, padding, value, data_format="NCDHW", name=None):
+    def __init__(self, padding, value, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, "constant", value, data_format, name)
 
 
@@ -381,7 +381,7 @@ class ReflectionPad3D(Pad3D):
       (1, 1, 4, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCDHW", name=None):
+    def __init__(self, padding, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, "reflect", 0.0, data_format, name)
 
 
@@ -399,7 +399,7 @@ class ReplicationPad3D(Pad3D):
       (1, 1, 4, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCDHW", name=None):
+    def __init__(self, padding, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, "replicate", 0.0, data_format, name)
 
 
@@ -417,5 +417,5 @@ class CircularPad3D(Pad3D):
       (1, 1, 4, 4, 5)
     """
 
-    def __init__(self, padding, data_format="NCDHW", name=None):
+    def __init__(self, padding, data_format="NCDHW", name=None, *, rngs=None):
         super().__init__(padding, "circular", 0.0, data_format, name)

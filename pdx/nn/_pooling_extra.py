@@ -30,7 +30,8 @@ def _arg(value):
 class _MaxUnPool(Layer):
     _fn = None
 
-    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None,
+                 *, rngs=None):
         super().__init__()
         self.ksize = _static(kernel_size)
         self.stride = _static(stride)
@@ -52,7 +53,7 @@ class _LPPool(Layer):
     _fn = None
 
     def __init__(self, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW",
-                 name=None):
+                 name=None, *, rngs=None):
         super().__init__()
         if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or not norm_type > 0:
             raise layer_error(type(self).__name__, f"norm_type must be a number > 0; got norm_type={norm_type!r}")
@@ -117,7 +118,8 @@ class MaxUnPool1D(_MaxUnPool):
 
     _fn = staticmethod(F.max_unpool1d)
 
-    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCL", output_size=None, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCL", output_size=None, name=None,
+                 *, rngs=None):
         super().__init__(kernel_size, stride, padding, data_format, output_size, name)
 
 
@@ -141,7 +143,8 @@ class MaxUnPool2D(_MaxUnPool):
 
     _fn = staticmethod(F.max_unpool2d)
 
-    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None,
+                 *, rngs=None):
         super().__init__(kernel_size, stride, padding, data_format, output_size, name)
 
 
@@ -165,7 +168,8 @@ class MaxUnPool3D(_MaxUnPool):
 
     _fn = staticmethod(F.max_unpool3d)
 
-    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCDHW", output_size=None, name=None):
+    def __init__(self, kernel_size, stride=None, padding=0, data_format="NCDHW", output_size=None, name=None,
+                 *, rngs=None):
         super().__init__(kernel_size, stride, padding, data_format, output_size, name)
 
 
@@ -190,7 +194,7 @@ class LPPool1D(_LPPool):
     _fn = staticmethod(F.lp_pool1d)
 
     def __init__(self, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCL",
-                 name=None):
+                 name=None, *, rngs=None):
         super().__init__(norm_type, kernel_size, stride, padding, ceil_mode, data_format, name)
         self.stride = _static(stride)  # Paddle's LPPool1D keeps None (F defaults it to kernel_size)
 
@@ -216,7 +220,7 @@ class LPPool2D(_LPPool):
     _fn = staticmethod(F.lp_pool2d)
 
     def __init__(self, norm_type, kernel_size, stride=None, padding=0, ceil_mode=False, data_format="NCHW",
-                 name=None):
+                 name=None, *, rngs=None):
         super().__init__(norm_type, kernel_size, stride, padding, ceil_mode, data_format, name)
 
 

@@ -47,7 +47,7 @@ class Upsample(Layer):
     """
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
-                 data_format=None, recompute_scale_factor=None, name=None):
+                 data_format=None, recompute_scale_factor=None, name=None, *, rngs=None):
         super().__init__()
         if not isinstance(mode, str):
             raise layer_error("Upsample", f"mode must be a string such as 'nearest' or 'bilinear'; got mode={mode!r}")
@@ -77,7 +77,7 @@ class _Upsampling2D(Layer):
     _mode = "nearest"
     _align_corners = False
 
-    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
+    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None, *, rngs=None):
         super().__init__()
         self.size = (size, size) if isinstance(size, int) else _static(size)
         self.scale_factor = _static(scale_factor)
@@ -144,7 +144,7 @@ class PixelShuffle(Layer):
       (1, 2, 6, 6)
     """
 
-    def __init__(self, upscale_factor, data_format="NCHW", name=None):
+    def __init__(self, upscale_factor, data_format="NCHW", name=None, *, rngs=None):
         super().__init__()
         if not isinstance(upscale_factor, int) or upscale_factor < 1:
             raise layer_error("PixelShuffle", f"upscale_factor must be a positive int; got {upscale_factor!r}")
@@ -178,7 +178,7 @@ class PixelUnshuffle(Layer):
       (1, 8, 3, 3)
     """
 
-    def __init__(self, downscale_factor, data_format="NCHW", name=None):
+    def __init__(self, downscale_factor, data_format="NCHW", name=None, *, rngs=None):
         super().__init__()
         if not isinstance(downscale_factor, int) or downscale_factor < 1:
             raise layer_error("PixelUnshuffle", f"downscale_factor must be a positive int; got {downscale_factor!r}")
@@ -212,7 +212,7 @@ class ChannelShuffle(Layer):
       [0.0, 2.0, 1.0, 3.0]
     """
 
-    def __init__(self, groups, data_format="NCHW", name=None):
+    def __init__(self, groups, data_format="NCHW", name=None, *, rngs=None):
         super().__init__()
         if not isinstance(groups, int) or groups < 1:
             raise layer_error("ChannelShuffle", f"groups must be a positive int; got groups={groups!r}")
@@ -248,7 +248,7 @@ class Unfold(Layer):
       (1, 8, 9)
     """
 
-    def __init__(self, kernel_sizes, dilations=1, paddings=0, strides=1, name=None):
+    def __init__(self, kernel_sizes, dilations=1, paddings=0, strides=1, name=None, *, rngs=None):
         super().__init__()
         self.kernel_sizes = _static(kernel_sizes)
         self.dilations = _static(dilations)
@@ -283,7 +283,7 @@ class Fold(Layer):
       (1, 2, 4, 4)
     """
 
-    def __init__(self, output_sizes, kernel_sizes, dilations=1, paddings=0, strides=1, name=None):
+    def __init__(self, output_sizes, kernel_sizes, dilations=1, paddings=0, strides=1, name=None, *, rngs=None):
         super().__init__()
         self.output_sizes = _static(output_sizes)
         self.kernel_sizes = _static(kernel_sizes)

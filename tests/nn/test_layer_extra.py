@@ -164,7 +164,8 @@ def test_sync_batch_norm_is_batch_norm_over_the_global_batch(paddle, rng):
         assert_close(ours(jnp.asarray(x)), pd_forward(paddle, ref, x))
     assert repr(nn.SyncBatchNorm(3)) == repr(paddle.nn.SyncBatchNorm(3))
     frozen = nn.SyncBatchNorm(3, weight_attr=False, bias_attr=False)
-    assert list(frozen.state_dict()) == list(paddle.nn.SyncBatchNorm(3, weight_attr=False, bias_attr=False).state_dict())
+    pd_frozen = paddle.nn.SyncBatchNorm(3, weight_attr=False, bias_attr=False)
+    assert list(frozen.state_dict()) == list(pd_frozen.state_dict())
     assert not frozen.weight.get_metadata()["trainable"]
 
     # Sharded over 8 devices, the statistics are the global batch's, as on one device.
@@ -312,3 +313,46 @@ def test_torch_style_aliases_are_paddles(paddle):
     assert nn.Conv2d is nn.Conv2D and nn.Module is nn.Layer and nn.SiLU is nn.Silu
     assert nn.MaxUnpool2d is nn.MaxUnPool2D and nn.ModuleList is nn.LayerList
     assert pdx.nn.Parameter is nnx.Param
+
+
+def _assert_stateful_grads_match(paddle, layer, pd_layer, x, rng):
+    """Input and parameter gradients for a layer that writes buffers in forward (nnx.grad threads them)."""
+    cot = rng.standard_normal(layer(jnp.asarray(x)).shape).astype(np.float32)
+    g_layer, g_x = nnx.jit(nnx.grad(lambda m, x: jnp.sum(m(x) * cot), argnums=(0, 1)))(layer, jnp.asarray(x))
+    ours = {".".join(map(str, k)): np.asarray(v.get_value()) for k, v in nnx.to_flat_state(g_layer)}
+    xt = paddle.to_tensor(x, stop_gradient=False)
+    (pd_layer(xt) * paddle.to_tensor(cot)).sum().backward()
+    np.testing.assert_allclose(g_x, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for name, p in pd_layer.named_parameters():
+        np.testing.assert_allclose(ours[name], p.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_spectral_norm_function_matches_paddle(paddle, rng):
+    for make, shape, dim in (("Linear", (5, 4), None), ("Conv2D", (2, 2, 5, 5), None),
+                             ("Conv2DTranspose", (1, 2, 3, 3), 0)):
+        args = (4, 3) if make == "Linear" else (2, 3, 3)
+        ref = paddle.nn.utils.spectral_norm(getattr(paddle.nn, make)(*args), n_power_iterations=2, dim=dim)
+        ours = nn.spectral_norm(getattr(nn, make)(*args), n_power_iterations=2, dim=dim)
+        load_from_paddle(ours, ref)
+        x = rng.standard_normal(shape).astype(np.float32)
+        for _ in range(2):  # training: each call advances the power iteration
+            assert_close(ours(jnp.asarray(x)), pd_forward(paddle, ref, x))
+            assert_close(ours.weight_u[...], ref.weight_u.numpy())
+            assert_close(ours.weight_v[...], ref.weight_v.numpy())
+        ours.eval(), ref.eval()
+        _assert_stateful_grads_match(paddle, ours, ref, x, rng)
+    # Under nnx.jit the u/v updates come back as state, exactly as eagerly.
+    eager, traced = nn.spectral_norm(nn.Linear(4, 3, rngs=0)), nn.spectral_norm(nn.Linear(4, 3, rngs=0))
+    traced.set_state_dict(eager.state_dict())
+    step = nnx.jit(lambda layer, x: layer(x))
+    x = jnp.asarray(rng.standard_normal((2, 4)).astype(np.float32))
+    for _ in range(3):
+        assert_close(step(traced, x), eager(x))
+    assert_close(traced.weight_u[...], eager.weight_u[...])
+    assert type(eager) is type(traced) and type(eager).__name__ == "Linear"
+    with pytest.raises(ValueError, match="already"):
+        nn.spectral_norm(eager)
+    with pytest.raises(ValueError, match="no parameter named 'kernel'"):
+        nn.spectral_norm(nn.Linear(2, 2), name="kernel")
+    with pytest.raises(ValueError, match="n_power_iterations"):
+        nn.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
