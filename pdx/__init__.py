@@ -9,6 +9,7 @@ first use (`pdx.vision.models.resnet18()` works after `import pdx`).
 
 from pdx import (
     amp,
+    audio,
     autograd,
     callbacks,
     checkpoint,
@@ -92,6 +93,7 @@ __all__ = [
     "TrainState",
     "__version__",
     "amp",
+    "audio",
     "autograd",
     "callbacks",
     "checkpoint",
