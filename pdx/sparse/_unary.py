@@ -26,11 +26,11 @@ def map_values(x, fn, op: str):
     return BCSR((fn(x.data), x.indices, x.indptr), shape=x.shape)
 
 
-def _unary(name: str, fn, formula: str):
+def _unary(op_name: str, fn, formula: str):
     def op(x, name=None):
-        return map_values(x, fn, name_)
+        return map_values(x, fn, op_name)
 
-    name_ = name
+    name = op_name
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"""Sparse `{formula}` on the stored values (pattern and COO/CSR format kept).
 

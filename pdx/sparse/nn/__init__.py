@@ -1,11 +1,14 @@
 """pdx.sparse.nn: Paddle's sparse layers (`paddle.sparse.nn`).
 
-Activation layers (ReLU, ReLU6, LeakyReLU, Softmax) over the functional ops in
-`pdx.sparse.nn.functional`. Sparse Conv2D/Conv3D/SubmConv2D/SubmConv3D,
-BatchNorm/SyncBatchNorm and MaxPool3D are not implemented yet.
+Activations (ReLU, ReLU6, LeakyReLU, Softmax), sparse convolutions (Conv2D,
+Conv3D, SubmConv2D, SubmConv3D), MaxPool3D and BatchNorm over channels-last
+COO tensors, built on `pdx.sparse.nn.functional`. SyncBatchNorm is not
+implemented.
 """
 
 from pdx.sparse.nn import functional
-from pdx.sparse.nn._layers import LeakyReLU, ReLU, ReLU6, Softmax
+from pdx.sparse.nn._layers import (BatchNorm, Conv2D, Conv3D, LeakyReLU, MaxPool3D, ReLU, ReLU6, Softmax, SubmConv2D,
+                                   SubmConv3D)
 
-__all__ = ["LeakyReLU", "ReLU", "ReLU6", "Softmax", "functional"]
+__all__ = ["BatchNorm", "Conv2D", "Conv3D", "LeakyReLU", "MaxPool3D", "ReLU", "ReLU6", "Softmax", "SubmConv2D",
+           "SubmConv3D", "functional"]

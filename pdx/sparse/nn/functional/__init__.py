@@ -1,11 +1,12 @@
-"""pdx.sparse.nn.functional: Paddle's sparse activations (`paddle.sparse.nn.functional`).
+"""pdx.sparse.nn.functional: Paddle's sparse functional ops (`paddle.sparse.nn.functional`).
 
 relu / relu6 / leaky_relu act on the stored values; softmax normalises over
-the stored values along an axis. Sparse convolution, pooling and attention
-(`conv2d`, `conv3d`, `subm_conv*`, `max_pool3d`, `attention`) are not
-implemented yet.
+the stored values along an axis; conv2d / conv3d / subm_conv2d / subm_conv3d
+and max_pool3d work on channels-last hybrid COO tensors (values `[nnz, C]`).
+Not implemented: `attention` and the `*_igemm` variants.
 """
 
 from pdx.sparse.nn.functional._activation import leaky_relu, relu, relu6, softmax
+from pdx.sparse.nn.functional._conv import conv2d, conv3d, max_pool3d, subm_conv2d, subm_conv3d
 
-__all__ = ["leaky_relu", "relu", "relu6", "softmax"]
+__all__ = ["conv2d", "conv3d", "leaky_relu", "max_pool3d", "relu", "relu6", "softmax", "subm_conv2d", "subm_conv3d"]
