@@ -68,6 +68,7 @@ from pdx.nn.functional._extension import sequence_mask
 from pdx.nn.functional._extension import swiglu
 from pdx.nn.functional._extension import temporal_shift
 from pdx.nn.functional._flash import flash_attn_qkvpacked
+from pdx.nn.functional._flash import sparse_attention
 from pdx.nn.functional._grid import affine_grid
 from pdx.nn.functional._grid import grid_sample
 from pdx.nn.functional._inplace import elu_
@@ -263,6 +264,7 @@ __all__ = [
     "softplus",
     "softshrink",
     "softsign",
+    "sparse_attention",
     "square_error_cost",
     "swiglu",
     "swish",

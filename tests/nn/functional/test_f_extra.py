@@ -262,3 +262,53 @@ def test_flash_attn_qkvpacked_matches_paddle(oracle, rng):
     assert not np.allclose(dropped, out)
     with pytest.raises(ValueError, match="qkv.shape"):
         F.flash_attn_qkvpacked(jnp.ones((2, 5, 4, 8)))
+
+
+def _np_sparse_attention(q, k, v, offset, columns, kpm, am):
+    b, h, s, d = q.shape
+    out = np.zeros(q.shape, np.float64)
+    for bi in range(b):
+        for hi in range(h):
+            for i in range(s):
+                cols = [c for c in columns[bi, hi, offset[bi, hi, i]:offset[bi, hi, i + 1]]
+                        if kpm[bi, c] != 0 and am[i, c] != 0]
+                if not cols:
+                    continue
+                logits = q[bi, hi, i] @ k[bi, hi, cols].T / np.sqrt(d)
+                w = np.exp(logits - logits.max())
+                out[bi, hi, i] = (w / w.sum()) @ v[bi, hi, cols]
+    return out
+
+
+def test_sparse_attention_matches_a_numpy_reference(rng):
+    b, h, s, d = 2, 2, 5, 3
+    q, k, v = (rng.standard_normal((b, h, s, d)) for _ in range(3))
+    keep = rng.random((b, h, s, s)) < 0.5
+    keep[..., 0] = True
+    offset = np.concatenate([np.zeros((b, h, 1), np.int64), np.cumsum(keep.sum(-1), -1)], -1).astype(np.int32)
+    nnz = int(offset[..., -1].max())
+    columns = np.zeros((b, h, nnz), np.int32)
+    for bi in range(b):
+        for hi in range(h):
+            cols = np.nonzero(keep[bi, hi])[1]
+            columns[bi, hi, :len(cols)] = cols
+    kpm = np.ones((b, s))
+    kpm[1, 0] = 0
+    am = np.tril(np.ones((s, s)))
+    f32 = lambda *xs: [np.asarray(x, np.float32) for x in xs]  # noqa: E731
+    ours = F.sparse_attention(*f32(q, k, v), offset, columns, *f32(kpm, am))
+    np.testing.assert_allclose(ours, _np_sparse_attention(q, k, v, offset, columns, kpm, am), rtol=1e-5, atol=1e-5)
+    # gradient in q against central differences of the float64 reference
+    cot = rng.standard_normal(q.shape)
+    g = jax.jit(jax.grad(lambda q: jnp.sum(F.sparse_attention(q, *f32(k, v), offset, columns, *f32(kpm, am)) * cot)))(
+        jnp.asarray(q, jnp.float32))
+    eps, num = 1e-6, np.zeros(q.size)
+    for i in range(q.size):
+        dq = np.zeros(q.size)
+        dq[i] = eps
+        dq = dq.reshape(q.shape)
+        num[i] = np.sum((_np_sparse_attention(q + dq, k, v, offset, columns, kpm, am)
+                         - _np_sparse_attention(q - dq, k, v, offset, columns, kpm, am)) * cot) / (2 * eps)
+    np.testing.assert_allclose(g, num.reshape(q.shape), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="sparse_csr_offset"):
+        F.sparse_attention(*f32(q, k, v), offset[..., :-1], columns)
