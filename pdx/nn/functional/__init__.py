@@ -69,6 +69,7 @@ from pdx.nn.functional._extension import swiglu
 from pdx.nn.functional._extension import temporal_shift
 from pdx.nn.functional._flash import flash_attn_qkvpacked
 from pdx.nn.functional._flash import sparse_attention
+from pdx.nn.functional._flash import flashmask_attention
 from pdx.nn.functional._grid import affine_grid
 from pdx.nn.functional._grid import grid_sample
 from pdx.nn.functional._inplace import elu_
@@ -186,6 +187,7 @@ __all__ = [
     "embedding_renorm_",
     "feature_alpha_dropout",
     "flash_attn_qkvpacked",
+    "flashmask_attention",
     "fold",
     "fractional_max_pool2d",
     "fractional_max_pool3d",

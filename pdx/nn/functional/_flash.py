@@ -1,7 +1,8 @@
 """Paddle's attention variants beyond scaled_dot_product_attention: packed q/k/v
-(flash_attn_qkvpacked) and block-sparse CSR layouts (sparse_attention), on the
-pure-JAX attention math (XLA fuses it; the Pallas kernels sit behind
-`scaled_dot_product_attention`'s dispatch)."""
+(flash_attn_qkvpacked), FlashMask's column-wise row ranges (flashmask_attention)
+and block-sparse CSR layouts (sparse_attention), all as masked dense attention on the
+pure-JAX math (XLA fuses it; the Pallas kernels sit behind
+`scaled_dot_product_attention`'s dispatch). A query row with no visible key gives zeros."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pdx._random import next_key
 from pdx.nn.functional._args import compiled, error, float_array
 from pdx.nn.functional._attention import _sdpa_reference
 
-__all__ = ["flash_attn_qkvpacked", "sparse_attention"]
+__all__ = ["flash_attn_qkvpacked", "flashmask_attention", "sparse_attention"]
 
 
 def flash_attn_qkvpacked(qkv, dropout=0.0, causal=False, return_softmax=False, *, fixed_seed_offset=None,
@@ -133,3 +134,121 @@ def sparse_attention(query, key, value, sparse_csr_offset, sparse_csr_columns, k
     weights = jax.nn.softmax(logits, axis=-1)
     weights = jnp.where(visible.any(-1, keepdims=True), weights, 0.0)
     return jnp.einsum("bhqk,bhkd->bhqd", weights, v)
+
+
+def _flashmask_visible(startend, causal, window_size, sq, sk, hq):
+    """Dense [B, Hq, Sq, Sk] visibility from FlashMask's per-column row ranges and the window."""
+    rows = jnp.arange(sq)[:, None]
+    cols = jnp.arange(sk)[None, :]
+    visible = jnp.ones((sq, sk), bool)
+    if causal:
+        visible = cols <= rows
+    if window_size is not None:
+        left, right = (window_size, window_size) if isinstance(window_size, int) else tuple(window_size)
+        visible = visible & (cols >= rows - left)
+        if not causal:
+            visible = visible & (cols <= rows + right)
+    visible = visible[None, None]
+    if startend is None:
+        return visible
+    se = jnp.asarray(startend)
+    bounds = [se[..., i][:, :, None, :] for i in range(se.shape[-1])]  # each (B, Hm, 1, Sk)
+    r = rows[None, None]
+    if se.shape[-1] == 1:
+        masked = r >= bounds[0]
+    elif se.shape[-1] == 2 and causal:
+        masked = (r >= bounds[0]) & (r < bounds[1])
+    elif se.shape[-1] == 2:
+        masked = (r >= bounds[0]) | (r < bounds[1])
+    else:
+        masked = ((r >= bounds[0]) & (r < bounds[1])) | ((r >= bounds[2]) & (r < bounds[3]))
+    if masked.shape[1] not in (1, hq):
+        masked = jnp.repeat(masked, hq // masked.shape[1], axis=1)
+    return visible & ~masked
+
+
+def flashmask_attention(query, key, value, startend_row_indices=None, *, dropout=0.0, causal=False,
+                        window_size=None, return_softmax_lse=False, return_seed_offset=False,
+                        fixed_seed_offset=None, rng_name="", training=True, name=None, softmax_scale=None,
+                        block_mask=None, key_rng=None):
+    """Attention with FlashMask's column-wise sparse mask (Paddle's `flashmask_attention`).
+
+    For key column j, `startend_row_indices[b, h, j]` masks query rows:
+    causal with 1 value: rows >= s0; causal with 2: s0 <= row < s1; non-causal
+    with 2: rows >= s0 or rows < s1; non-causal with 4: s0 <= row < s1 or
+    s2 <= row < s3. `causal` also hides keys after the query; `window_size`
+    keeps keys within [i - left, i (+ right)]. pdx builds the dense mask.
+
+    Args:
+      query: [B, Sq, H, D]; key, value: [B, Sk, Hk, D] (Hk divides H: grouped-query attention).
+      startend_row_indices: None or int [B, 1 or Hk, Sk, 1 | 2 | 4].
+      dropout: dropout rate on the attention weights (when training).
+      causal: causal masking.
+      window_size: None, an int or (left, right) sliding-window sizes.
+      return_softmax_lse: also return the log-sum-exp of the logits [B, H, Sq].
+      return_seed_offset, fixed_seed_offset: not supported (Paddle's CUDA RNG state); pass key_rng.
+      rng_name: ignored.
+      training: apply dropout.
+      name: ignored (Paddle compatibility).
+      softmax_scale: logit scale; default 1 / sqrt(D).
+      block_mask: optional int [B, H, ceil(Sq / 128), ceil(Sk / 128)]; 0 masks a 128 x 128 block.
+      key_rng: jax PRNG key for dropout (pdx-only keyword; `key` is the key tensor).
+
+    Returns:
+      [B, Sq, H, D], and the log-sum-exp when return_softmax_lse.
+
+    Example:
+      >>> q = jnp.ones((1, 4, 2, 8))
+      >>> F.flashmask_attention(q, q, q, jnp.full((1, 1, 4, 1), 4, jnp.int32), causal=True).shape
+      (1, 4, 2, 8)
+    """
+    op = "flashmask_attention"
+    if return_seed_offset or fixed_seed_offset is not None:
+        raise error(op, "return_seed_offset / fixed_seed_offset are not supported; pass a jax PRNG key as key_rng=")
+    if not 0.0 <= dropout <= 1.0:
+        raise error(op, f"dropout must be in [0, 1]; got dropout={dropout}")
+    rate = float(dropout) if training else 0.0
+    if rate > 0.0:
+        key_rng = next_key(key_rng, op=op)
+    window = list(window_size) if isinstance(window_size, (list, tuple)) else window_size
+    return _flashmask(query, key, value, startend_row_indices, block_mask, key_rng, rate, bool(causal),
+                      tuple(window) if isinstance(window, list) else window, bool(return_softmax_lse), softmax_scale)
+
+
+@compiled("query", "key", "value", "startend", "block_mask", "rng")
+def _flashmask(query, key, value, startend, block_mask, rng, rate, causal, window_size, return_lse, scale):
+    op = "flashmask_attention"
+    q = float_array(query, op=op, name="query")
+    k = float_array(key, op=op, name="key").astype(q.dtype)
+    v = float_array(value, op=op, name="value").astype(q.dtype)
+    if q.ndim != 4 or k.ndim != 4 or v.shape != k.shape or k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3] \
+            or q.shape[2] % k.shape[2]:
+        raise error(op, f"need query [B, Sq, H, D] and key/value [B, Sk, Hk, D] with Hk dividing H; got "
+                        f"query.shape={tuple(q.shape)}, key.shape={tuple(k.shape)}, value.shape={tuple(v.shape)}")
+    b, sq, hq, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    if startend is not None:
+        se_shape = tuple(jnp.shape(startend))
+        width_ok = se_shape[-1:] in (((1,), (2,)) if causal else ((2,), (4,)))
+        if len(se_shape) != 4 or se_shape[0] != b or se_shape[1] not in (1, hk) or se_shape[2] != sk or not width_ok:
+            raise error(op, f"startend_row_indices.shape={se_shape} must be [B, 1 or {hk}, {sk}, "
+                            f"{'1 or 2' if causal else '2 or 4'}] (causal={causal})")
+    visible = _flashmask_visible(startend, causal, window_size, sq, sk, hq)
+    if block_mask is not None:
+        blocks = jnp.asarray(block_mask) != 0
+        blocks = jnp.repeat(jnp.repeat(blocks, 128, axis=2)[:, :, :sq], 128, axis=3)[:, :, :, :sk]
+        visible = visible & blocks
+    visible = jnp.broadcast_to(visible, (b, hq, sq, sk))
+    groups = hq // hk
+    scale = 1.0 / d ** 0.5 if not scale else scale
+    logits = jnp.einsum("bqhd,bkhd->bhqk", q, jnp.repeat(k, groups, axis=2),
+                        preferred_element_type=jnp.promote_types(q.dtype, jnp.float32)) * scale
+    logits = jnp.where(visible, logits, -jnp.inf)
+    any_visible = visible.any(-1, keepdims=True)
+    lse = jax.nn.logsumexp(jnp.where(any_visible, logits, 0.0), axis=-1)
+    weights = jnp.where(any_visible, jnp.exp(logits - lse[..., None]), 0.0)
+    if rate > 0.0:
+        keep = jax.random.bernoulli(rng, 1.0 - rate, weights.shape)
+        weights = jnp.where(keep, weights / (1.0 - rate), 0.0)
+    out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), jnp.repeat(v, groups, axis=2)).astype(q.dtype)
+    return (out, lse) if return_lse else out

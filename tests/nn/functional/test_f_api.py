@@ -14,7 +14,7 @@ EXTRA_KEYWORD_ONLY = {
     "alpha_dropout": ["key"], "dropout": ["key"], "dropout1d": ["key"], "dropout2d": ["key"], "dropout3d": ["key"],
     "feature_alpha_dropout": ["key"], "rrelu": ["key"], "scaled_dot_product_attention": ["key_rng"],
     "class_center_sample": ["key"], "fractional_max_pool2d": ["key"], "fractional_max_pool3d": ["key"],
-    "gumbel_softmax": ["key"], "flash_attn_qkvpacked": ["key"],
+    "gumbel_softmax": ["key"], "flash_attn_qkvpacked": ["key"], "flashmask_attention": ["key_rng"],
 }
 NOT_IN_PADDLE = {"batch_norm_with_stats"}
 

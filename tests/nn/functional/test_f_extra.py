@@ -312,3 +312,77 @@ def test_sparse_attention_matches_a_numpy_reference(rng):
     np.testing.assert_allclose(g, num.reshape(q.shape), rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="sparse_csr_offset"):
         F.sparse_attention(*f32(q, k, v), offset[..., :-1], columns)
+
+
+def _np_flashmask(q, k, v, se, causal, window=None):
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    out = np.zeros(q.shape)
+    lse = np.full((b, h, sq), -np.inf)
+    for bi in range(b):
+        for hi in range(h):
+            kh = hi // (h // hk)
+            for i in range(sq):
+                cols = []
+                for j in range(sk):
+                    if causal and j > i:
+                        continue
+                    if window is not None:
+                        left, right = (window, window) if isinstance(window, int) else window
+                        if j < i - left or (not causal and j > i + right):
+                            continue
+                    if se is not None:
+                        s = se[bi, min(kh, se.shape[1] - 1), j]
+                        if len(s) == 1 and i >= s[0]:
+                            continue
+                        if len(s) == 2 and causal and s[0] <= i < s[1]:
+                            continue
+                        if len(s) == 2 and not causal and (i >= s[0] or i < s[1]):
+                            continue
+                        if len(s) == 4 and (s[0] <= i < s[1] or s[2] <= i < s[3]):
+                            continue
+                    cols.append(j)
+                if cols:
+                    logits = k[bi, cols, kh] @ q[bi, i, hi] / np.sqrt(d)
+                    lse[bi, hi, i] = np.log(np.exp(logits - logits.max()).sum()) + logits.max()
+                    out[bi, i, hi] = np.exp(logits - lse[bi, hi, i]) @ v[bi, cols, kh]
+    return out, lse
+
+
+def test_flashmask_attention_matches_a_numpy_reference(rng):
+    b, s, h, hk, d = 2, 6, 4, 2, 3
+    q = rng.standard_normal((b, s, h, d))
+    k, v = rng.standard_normal((b, s, hk, d)), rng.standard_normal((b, s, hk, d))
+    f32 = lambda *xs: [np.asarray(x, np.float32) for x in xs]  # noqa: E731
+    starts = rng.integers(0, s + 1, (b, hk, s, 1))
+    cases = [
+        (True, np.maximum(starts, np.arange(s)[:, None] + 1).astype(np.int32), None),
+        (True, np.concatenate([starts, starts + 2], -1).astype(np.int32), 3),
+        (False, np.concatenate([np.full((b, 1, s, 1), s - 1), np.full((b, 1, s, 1), 1)], -1).astype(np.int32), None),
+        (False, np.sort(rng.integers(0, s + 1, (b, hk, s, 4)), -1).astype(np.int32), (2, 1)),
+        (False, None, None),
+    ]
+    for causal, se, window in cases:
+        out, lse = F.flashmask_attention(*f32(q, k, v), se, causal=causal, window_size=window,
+                                         return_softmax_lse=True)
+        ref_out, ref_lse = _np_flashmask(q, k, v, se, causal, window)
+        np.testing.assert_allclose(out, ref_out, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.where(np.isinf(ref_lse), 0, lse), np.where(np.isinf(ref_lse), 0, ref_lse),
+                                   rtol=1e-5, atol=1e-5)
+    # gradient in q against central differences of the float64 reference (the 4-bound case)
+    causal, se, window = cases[3]
+    cot = rng.standard_normal(q.shape)
+    g = jax.jit(jax.grad(lambda q: jnp.sum(F.flashmask_attention(q, *f32(k, v), se, window_size=window) * cot)))(
+        jnp.asarray(q, jnp.float32))
+    eps, num = 1e-6, np.zeros(q.size)
+    for i in range(q.size):
+        dq = np.zeros(q.size)
+        dq[i] = eps
+        dq = dq.reshape(q.shape)
+        num[i] = np.sum((_np_flashmask(q + dq, k, v, se, causal, window)[0]
+                         - _np_flashmask(q - dq, k, v, se, causal, window)[0]) * cot) / (2 * eps)
+    np.testing.assert_allclose(g, num.reshape(q.shape), rtol=1e-4, atol=1e-4)
+    zero_blocks = F.flashmask_attention(*f32(q, k, v), block_mask=np.zeros((b, h, 1, 1), np.int32))
+    np.testing.assert_array_equal(zero_blocks, 0.0)
+    with pytest.raises(ValueError, match="startend_row_indices.shape"):
+        F.flashmask_attention(*f32(q, k, v), np.zeros((b, 1, s, 1), np.int32), causal=False)
