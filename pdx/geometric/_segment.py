@@ -19,8 +19,6 @@ from pdx.ops._common import as_array, op_error
 
 __all__ = ["segment_max", "segment_mean", "segment_min", "segment_sum", "segment_reduce", "static_size"]
 
-_REDUCE_OPS = ("sum", "mean", "max", "min")
-
 
 @partial(jax.jit, static_argnames=("reduce_op", "num_segments"))
 def segment_reduce(data, ids, *, reduce_op: str, num_segments: int):
