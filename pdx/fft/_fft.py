@@ -20,6 +20,11 @@ _NORMS = ("backward", "ortho", "forward")
 _SWAPPED = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
+def _no_out(out, op):
+    if out is not None:
+        raise TypeError(f"pdx.{op}: `out=` is not supported (arrays are immutable); use the return value")
+
+
 def _norm(norm, op):
     if norm not in _NORMS:
         raise op_error(op, f"`norm`={norm!r} is not supported; use 'backward', 'ortho' or 'forward'")
@@ -116,7 +121,7 @@ def _two_axes(kind, x, s, axes, norm, op):
 # ------------------------------------------------------------------------------------------------ 1-D
 
 
-def fft(x, n=None, axis=-1, norm="backward", name=None):
+def fft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """1-D discrete Fourier transform along `axis`.
 
     Args:
@@ -134,10 +139,11 @@ def fft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.fft(pdx.to_tensor([1.0, 1.0, 1.0, 1.0])).real.tolist()
       [4.0, 0.0, 0.0, 0.0]
     """
+    _no_out(out, "fft.fft")
     return _one_axis("fftn", x, n, axis, norm, "fft.fft")
 
 
-def ifft(x, n=None, axis=-1, norm="backward", name=None):
+def ifft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """1-D inverse discrete Fourier transform along `axis` (scaled by 1/n with 'backward').
 
     Example:
@@ -145,10 +151,11 @@ def ifft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.ifft(pdx.to_tensor([4.0, 0.0, 0.0, 0.0])).real.tolist()
       [1.0, 1.0, 1.0, 1.0]
     """
+    _no_out(out, "fft.ifft")
     return _one_axis("ifftn", x, n, axis, norm, "fft.ifft")
 
 
-def rfft(x, n=None, axis=-1, norm="backward", name=None):
+def rfft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """1-D transform of a real signal: the `n // 2 + 1` non-negative frequencies.
 
     Example:
@@ -156,10 +163,11 @@ def rfft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.rfft(pdx.to_tensor([1.0, 1.0, 1.0, 1.0])).real.tolist()
       [4.0, 0.0, 0.0]
     """
+    _no_out(out, "fft.rfft")
     return _one_axis("rfftn", x, n, axis, norm, "fft.rfft")
 
 
-def irfft(x, n=None, axis=-1, norm="backward", name=None):
+def irfft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """Inverse of `rfft`: a real signal of length `n` (default `2 * (m - 1)`).
 
     Example:
@@ -167,10 +175,11 @@ def irfft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.irfft(pdx.to_tensor([4.0, 0.0, 0.0])).tolist()
       [1.0, 1.0, 1.0, 1.0]
     """
+    _no_out(out, "fft.irfft")
     return _one_axis("irfftn", x, n, axis, norm, "fft.irfft")
 
 
-def hfft(x, n=None, axis=-1, norm="backward", name=None):
+def hfft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """Transform of a Hermitian-symmetric signal given by its first half: a real spectrum of length `n`.
 
     Example:
@@ -178,10 +187,11 @@ def hfft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.hfft(pdx.to_tensor([1.0, 0.0, 0.0])).tolist()
       [1.0, 1.0, 1.0, 1.0]
     """
+    _no_out(out, "fft.hfft")
     return _one_axis("hfftn", x, n, axis, norm, "fft.hfft")
 
 
-def ihfft(x, n=None, axis=-1, norm="backward", name=None):
+def ihfft(x, n=None, axis=-1, norm="backward", name=None, *, out=None):
     """Inverse of `hfft`: the first `n // 2 + 1` terms of the inverse transform of a real signal.
 
     Example:
@@ -189,13 +199,14 @@ def ihfft(x, n=None, axis=-1, norm="backward", name=None):
       >>> pdx.fft.ihfft(pdx.to_tensor([1.0, 1.0, 1.0, 1.0])).real.tolist()
       [1.0, 0.0, 0.0]
     """
+    _no_out(out, "fft.ihfft")
     return _one_axis("ihfftn", x, n, axis, norm, "fft.ihfft")
 
 
 # ------------------------------------------------------------------------------------------------ 2-D
 
 
-def fft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def fft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """2-D discrete Fourier transform over `axes`.
 
     Args:
@@ -210,10 +221,11 @@ def fft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.fft2(pdx.ones([2, 2])).real.tolist()
       [[4.0, 0.0], [0.0, 0.0]]
     """
+    _no_out(out, "fft.fft2")
     return _two_axes("fftn", x, s, axes, norm, "fft.fft2")
 
 
-def ifft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def ifft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """2-D inverse discrete Fourier transform over `axes`.
 
     Example:
@@ -221,10 +233,11 @@ def ifft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.ifft2(pdx.to_tensor([[4.0, 0.0], [0.0, 0.0]])).real.tolist()
       [[1.0, 1.0], [1.0, 1.0]]
     """
+    _no_out(out, "fft.ifft2")
     return _two_axes("ifftn", x, s, axes, norm, "fft.ifft2")
 
 
-def rfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def rfft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """2-D transform of a real tensor; the last axis keeps `n // 2 + 1` frequencies.
 
     Example:
@@ -232,10 +245,11 @@ def rfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.rfft2(pdx.ones([2, 2])).shape
       (2, 2)
     """
+    _no_out(out, "fft.rfft2")
     return _two_axes("rfftn", x, s, axes, norm, "fft.rfft2")
 
 
-def irfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def irfft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """Inverse of `rfft2`: a real tensor (last axis `2 * (m - 1)` unless `s` says otherwise).
 
     Example:
@@ -243,10 +257,11 @@ def irfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.irfft2(pdx.to_tensor([[4.0, 0.0], [0.0, 0.0]])).tolist()
       [[1.0, 1.0], [1.0, 1.0]]
     """
+    _no_out(out, "fft.irfft2")
     return _two_axes("irfftn", x, s, axes, norm, "fft.irfft2")
 
 
-def hfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def hfft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """2-D transform of a Hermitian-symmetric tensor given by its half: a real result.
 
     Example:
@@ -254,10 +269,11 @@ def hfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.hfft2(pdx.ones([2, 2])).shape
       (2, 2)
     """
+    _no_out(out, "fft.hfft2")
     return _two_axes("hfftn", x, s, axes, norm, "fft.hfft2")
 
 
-def ihfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
+def ihfft2(x, s=None, axes=(-2, -1), norm="backward", name=None, *, out=None):
     """Inverse of `hfft2` for a real tensor: the half spectrum (last axis `n // 2 + 1`).
 
     Example:
@@ -265,13 +281,14 @@ def ihfft2(x, s=None, axes=(-2, -1), norm="backward", name=None):
       >>> pdx.fft.ihfft2(pdx.ones([2, 2])).shape
       (2, 2)
     """
+    _no_out(out, "fft.ihfft2")
     return _two_axes("ihfftn", x, s, axes, norm, "fft.ihfft2")
 
 
 # ------------------------------------------------------------------------------------------------ N-D
 
 
-def fftn(x, s=None, axes=None, norm="backward", name=None):
+def fftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """N-D discrete Fourier transform over `axes` (default all, or the last `len(s)`).
 
     Args:
@@ -286,10 +303,11 @@ def fftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.fftn(pdx.ones([2, 2, 2])).real[0, 0, 0].tolist()
       8.0
     """
+    _no_out(out, "fft.fftn")
     return _transform("fftn", x, s, axes, norm, "fft.fftn")
 
 
-def ifftn(x, s=None, axes=None, norm="backward", name=None):
+def ifftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """N-D inverse discrete Fourier transform.
 
     Example:
@@ -297,10 +315,11 @@ def ifftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.ifftn(pdx.fft.fftn(pdx.ones([2, 3]))).real.round(4).tolist()
       [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
     """
+    _no_out(out, "fft.ifftn")
     return _transform("ifftn", x, s, axes, norm, "fft.ifftn")
 
 
-def rfftn(x, s=None, axes=None, norm="backward", name=None):
+def rfftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """N-D transform of a real tensor; the last transformed axis keeps `n // 2 + 1` frequencies.
 
     Example:
@@ -308,10 +327,11 @@ def rfftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.rfftn(pdx.ones([2, 4])).shape
       (2, 3)
     """
+    _no_out(out, "fft.rfftn")
     return _transform("rfftn", x, s, axes, norm, "fft.rfftn")
 
 
-def irfftn(x, s=None, axes=None, norm="backward", name=None):
+def irfftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """Inverse of `rfftn`: a real tensor (last axis `2 * (m - 1)` unless `s` says otherwise).
 
     Example:
@@ -319,10 +339,11 @@ def irfftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.irfftn(pdx.fft.rfftn(pdx.ones([2, 4]))).round(4).tolist()
       [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
     """
+    _no_out(out, "fft.irfftn")
     return _transform("irfftn", x, s, axes, norm, "fft.irfftn")
 
 
-def hfftn(x, s=None, axes=None, norm="backward", name=None):
+def hfftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """N-D transform of a Hermitian-symmetric tensor given by its half: a real result.
 
     Example:
@@ -330,10 +351,11 @@ def hfftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.hfftn(pdx.ones([2, 3])).shape
       (2, 4)
     """
+    _no_out(out, "fft.hfftn")
     return _transform("hfftn", x, s, axes, norm, "fft.hfftn")
 
 
-def ihfftn(x, s=None, axes=None, norm="backward", name=None):
+def ihfftn(x, s=None, axes=None, norm="backward", name=None, *, out=None):
     """Inverse of `hfftn` for a real tensor: the half spectrum.
 
     Example:
@@ -341,6 +363,7 @@ def ihfftn(x, s=None, axes=None, norm="backward", name=None):
       >>> pdx.fft.ihfftn(pdx.ones([2, 4])).shape
       (2, 3)
     """
+    _no_out(out, "fft.ihfftn")
     return _transform("ihfftn", x, s, axes, norm, "fft.ihfftn")
 
 
@@ -354,19 +377,22 @@ def _freq_dtype(dtype, op):
     return dtype
 
 
-def fftfreq(n, d=1.0, dtype=None, name=None):
+def fftfreq(n, d=1.0, dtype=None, name=None, *, out=None, device=None, requires_grad=False):
     """Sample frequencies of an `n`-point transform with sample spacing `d`: `[0, 1, ..., -1] / (d * n)`.
+
+    `device` and `requires_grad` are accepted and ignored (place arrays with `jax.device_put`).
 
     Example:
       >>> import pdx
       >>> pdx.fft.fftfreq(4).tolist()
       [0.0, 0.25, -0.5, -0.25]
     """
+    _no_out(out, "fft.fftfreq")
     n = _length(n, "fft.fftfreq")
     return jnp.fft.fftfreq(n, d=d, dtype=_freq_dtype(dtype, "fft.fftfreq"))
 
 
-def rfftfreq(n, d=1.0, dtype=None, name=None):
+def rfftfreq(n, d=1.0, dtype=None, name=None, *, out=None, device=None, requires_grad=False):
     """Non-negative sample frequencies of an `n`-point real transform: `[0, ..., n // 2] / (d * n)`.
 
     Example:
@@ -374,6 +400,7 @@ def rfftfreq(n, d=1.0, dtype=None, name=None):
       >>> pdx.fft.rfftfreq(4).tolist()
       [0.0, 0.25, 0.5]
     """
+    _no_out(out, "fft.rfftfreq")
     n = _length(n, "fft.rfftfreq")
     return jnp.fft.rfftfreq(n, d=d, dtype=_freq_dtype(dtype, "fft.rfftfreq"))
 

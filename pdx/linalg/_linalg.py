@@ -72,7 +72,7 @@ def _vector_norm_kernel(x, p, axes, keepdim):
     return jnp.sum(a ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
 
 
-def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None):
+def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
     """Vector p-norm over one or several axes (all axes when `axis` is None).
 
     `p` may be any number: inf (max |x|), -inf (min |x|), 0 (count of non-zeros),
@@ -85,6 +85,7 @@ def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None):
       keepdim: keep the reduced axes as size 1.
       name: ignored.
       dtype: cast `x` to this dtype first.
+      out: not supported (arrays are immutable); must be None.
 
     Returns:
       The norm, a real tensor.
@@ -94,6 +95,8 @@ def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None):
       >>> float(pdx.linalg.vector_norm(pdx.to_tensor([[3.0, 0.0], [0.0, 4.0]])))
       5.0
     """
+    if out is not None:
+        raise TypeError("pdx.linalg.vector_norm: `out=` is not supported (arrays are immutable); use the return value")
     x = float_input(x, "linalg.vector_norm")
     if dtype is not None:
         x = x.astype(dtype)

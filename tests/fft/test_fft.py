@@ -113,6 +113,7 @@ def test_bad_arguments_name_the_argument():
         (lambda: F.rfft(x.astype(jnp.complex64)), TypeError, "`x`"),
         (lambda: F.fftfreq(4, dtype="int32"), ValueError, "`dtype`"),
     ]
+    checks.append((lambda: F.fft(x, out=x), TypeError, "out="))
     for call, exc, fragment in checks:
         with pytest.raises(exc, match=fragment):
             call()
