@@ -297,3 +297,23 @@ def test_sparse_conv_pool_batchnorm_match_paddle(paddle, rng):
         F.subm_conv3d(x, w, stride=2, padding=1)
     with pytest.raises(ValueError, match="weight"):
         F.conv3d(x, w[..., :1, :])
+
+
+def test_attention_matches_numpy(rng):
+    # Paddle's sparse attention is CUDA-only: compare with a dense masked softmax in numpy.
+    b, h, s, d = 2, 2, 5, 4
+    q, k, v = (rng.normal(size=(b, h, s, d)).astype(np.float32) for _ in range(3))
+    layout = (rng.uniform(size=(b * h, s, s)) < 0.6) | np.eye(s, dtype=bool)[None]
+    kp = np.ones((b, s), np.float32)
+    kp[0, 3] = 0
+    am = np.tril(np.ones((s, s), np.float32))
+    mask = S.to_sparse_csr(layout.astype(np.float32))
+    got = S.nn.functional.attention(q, k, v, mask, key_padding_mask=kp, attn_mask=am)
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(d)
+    allowed = layout.reshape(b, h, s, s) & (kp[:, None, None, :] != 0) & (am[None, None] != 0)
+    scores = np.where(allowed, scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, p @ v, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="sparse_mask"):
+        S.nn.functional.attention(q, k, v, S.to_sparse_csr(layout[:2].astype(np.float32)))
