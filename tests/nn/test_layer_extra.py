@@ -11,7 +11,7 @@ from flax import nnx
 
 import pdx
 import pdx.nn as nn
-from tests.nn.layer_testutil import assert_close, assert_grads_match, load_from_paddle, pd_forward
+from layer_testutil import assert_close, assert_grads_match, load_from_paddle, pd_forward
 
 FORMATS = {1: ("NCL", "NLC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 
