@@ -39,6 +39,7 @@ from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx.autograd import enable_grad, is_grad_enabled, set_grad_enabled
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._framework import *  # noqa: F401,F403  (dtype names, constants, execution mode, print options)
+from pdx._framework import int, long, short  # noqa: A004  (not in __all__: Paddle's star import skips them)
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx._tensor import Tensor
 from pdx._train_state import TrainState

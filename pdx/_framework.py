@@ -20,9 +20,9 @@ __all__ = [
     "LazyGuard", "batch", "bfloat16", "bool", "cdouble", "cfloat", "complex64", "complex128",
     "disable_signal_handler", "disable_static", "double", "dtype", "e",
     "enable_static", "float", "float8_e4m3fn", "float8_e5m2", "float16", "float32", "float64",
-    "get_cuda_rng_state", "get_default_device", "get_flags", "half", "in_dynamic_mode", "inf", "int", "int8",
-    "int16", "int32", "int64", "long", "manual_seed", "nan", "newaxis", "pi", "set_cuda_rng_state",
-    "set_default_device", "set_flags", "set_printoptions", "short", "uint8", "uint16", "uint32", "uint64",
+    "get_cuda_rng_state", "get_default_device", "get_flags", "half", "in_dynamic_mode", "inf", "int8",
+    "int16", "int32", "int64", "manual_seed", "nan", "newaxis", "pi", "set_cuda_rng_state",
+    "set_default_device", "set_flags", "set_printoptions", "uint8", "uint16", "uint32", "uint64",
 ]
 
 dtype = np.dtype
@@ -36,7 +36,7 @@ bfloat16 = jnp.dtype("bfloat16")
 float8_e4m3fn, float8_e5m2 = jnp.dtype("float8_e4m3fn"), jnp.dtype("float8_e5m2")
 complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
 half, float, double = float16, float32, float64  # noqa: A001
-short, int, long = int16, int32, int64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001 (attributes of pdx, left out of __all__ as in Paddle)
 cfloat, cdouble = complex64, complex128
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
