@@ -105,6 +105,11 @@ def test_values_match_paddle(paddle, rng):
         ("det complex", lambda m, t: m.det(t), [wellcond(rng, 3, 3, dtype="complex64")]),
         ("slogdet", lambda m, t: m.slogdet(t), [rnd(rng, 3, 4, 4)]),
         ("slogdet 2d", lambda m, t: m.slogdet(t), [rnd(rng, 5, 5)]),
+        ("slogdet complex", lambda m, t: m.slogdet(t), [wellcond(rng, 2, 3, 3, dtype="complex64")]),
+        ("matrix_power complex", lambda m, t: m.matrix_power(t, 2), [rnd(rng, 2, 3, 3, dtype="complex64")]),
+        ("lu complex", lambda m, t: m.lu(t), [rnd(rng, 2, 3, 3, dtype="complex64")]),
+        ("triangular complex", lambda m, a, b: m.triangular_solve(a, b, upper=False),
+         [wellcond(rng, 3, 3, dtype="complex64"), rnd(rng, 3, 2, dtype="complex64")]),
         ("solve", lambda m, a, b: m.solve(a, b), [wellcond(rng, 2, 4, 4), rnd(rng, 2, 4, 3)]),
         ("solve right", lambda m, a, b: m.solve(a, b, left=False), [wellcond(rng, 2, 4, 4), rnd(rng, 2, 3, 4)]),
         ("triangular upper", lambda m, a, b: m.triangular_solve(a, b), [wellcond(rng, 2, 4, 4), rnd(rng, 2, 4, 3)]),
@@ -170,6 +175,8 @@ def test_values_match_paddle(paddle, rng):
         both(paddle, fn, arrays, tol=tol, what=what)
     c = rnd(rng, 3, 4, dtype="complex64")  # Paddle's svdvals has no complex kernel: numpy is the reference
     close(L.svdvals(c), np.linalg.svd(c, compute_uv=False), 1e-5, "svdvals complex")
+    # Paddle 3.3.1's complex pinv is the conjugate of the pseudo-inverse: numpy is the reference.
+    close(L.pinv(c), np.linalg.pinv(c), 1e-5, "pinv complex")
 
 
 def test_lstsq_matches_paddle(paddle, rng):
