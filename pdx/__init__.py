@@ -35,6 +35,13 @@ from pdx import (
     utils,
     version,
 )
+from pdx._autocast import (
+    autocast,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_enabled,
+)
 from pdx._autograd import Gradients, grad, no_grad, value_and_grad
 from pdx.autograd import enable_grad, is_grad_enabled, set_grad_enabled
 from pdx._dtype import get_default_dtype, set_default_dtype
@@ -129,7 +136,8 @@ __all__ = [
     "summary",
     "value_and_grad",
 ] + list(ops.__all__) + list(_framework.__all__) + [
-    "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CustomPlace", "XPUPlace", "adaptive_avg_pool1d", "conv1d",
+    "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CustomPlace", "XPUPlace", "adaptive_avg_pool1d", "autocast",
+    "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_enabled", "conv1d",
     "conv2d", "conv3d", "device", "enable_grad", "get_cudnn_version", "get_device", "group_norm",
     "is_compiled_with_cinn", "is_grad_enabled", "set_grad_enabled",
     "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_distribute",

@@ -89,3 +89,22 @@ def test_legacy_helpers(paddle):
         layer = pdx.nn.Linear(2, 3)
     assert layer.weight.shape == (2, 3)
     pdx.disable_signal_handler()
+
+
+def test_autocast_names(paddle):
+    assert pdx.is_autocast_enabled() is paddle.is_autocast_enabled() is False
+    assert pdx.get_autocast_dtype() == paddle.get_autocast_dtype() == "float16"
+    with pdx.autocast("cpu", dtype="bfloat16"):
+        assert pdx.is_autocast_enabled() and pdx.get_autocast_dtype() == "bfloat16"
+        assert pdx.get_autocast_gpu_dtype() == pdx.get_autocast_cpu_dtype() == "bfloat16"
+        y = pdx.nn.Linear(4, 2)(jnp.ones((1, 4)))
+    assert y.dtype == jnp.bfloat16 and not pdx.is_autocast_enabled()
+    with pdx.autocast(enabled=False):
+        assert not pdx.is_autocast_enabled()
+
+
+def test_nn_functional_names_at_top_level():
+    import pdx.nn.functional as F
+
+    for name in ("conv1d", "conv2d", "conv3d", "layer_norm", "group_norm", "adaptive_avg_pool1d"):
+        assert getattr(pdx, name) is getattr(F, name)
