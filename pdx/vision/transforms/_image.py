@@ -1,0 +1,94 @@
+"""Image-kind dispatch for the public functionals: PIL, numpy HWC, or jax CHW.
+
+The functionals return what they were given, as Paddle's do: a PIL image for a
+PIL image, a numpy HWC array for a numpy array, and a jax CHW array where
+Paddle takes a CHW tensor. jax is imported only when a jax array comes in, so
+DataLoader workers working on numpy never load it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from pdx.vision.transforms._functional import is_pil
+
+INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
+
+
+def is_jax(img) -> bool:
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(img, jax.Array)
+
+
+def check_image(img, where: str) -> None:
+    if is_pil(img) or (isinstance(img, np.ndarray) and img.ndim in (2, 3)) or (is_jax(img) and img.ndim in (2, 3)):
+        return
+    shape = getattr(img, "shape", None)
+    raise TypeError(f"{where}(img) needs a PIL image, a numpy array (H, W) or (H, W, C), or a jax array "
+                    f"(C, H, W); got {type(img).__name__}{'' if shape is None else f' of shape {shape}'}.")
+
+
+def apply(img, where: str, np_fn: Callable[[np.ndarray], np.ndarray], pil_fn: Callable | None = None):
+    """Run `np_fn` on the HWC numpy view of `img` and hand back the input's kind.
+
+    PIL images go to `pil_fn` when given (PIL's own operation, as Paddle's PIL
+    backend), else through numpy and back to a PIL image of the same mode.
+    """
+    check_image(img, where)
+    if is_pil(img):
+        if pil_fn is not None:
+            return pil_fn(img)
+        from PIL import Image
+
+        out = np_fn(np.asarray(img))
+        return Image.fromarray(np.ascontiguousarray(out), mode=img.mode if out.ndim == np.asarray(img).ndim else None)
+    if isinstance(img, np.ndarray):
+        return np_fn(img)
+    import jax.numpy as jnp
+
+    arr = np.asarray(img)
+    if arr.ndim == 2:
+        return jnp.asarray(np_fn(arr))
+    out = np_fn(arr.transpose(1, 2, 0))
+    return jnp.asarray((out if out.ndim == 3 else out[:, :, None]).transpose(2, 0, 1))
+
+
+def image_size(img) -> tuple[int, int]:
+    """(width, height), as Paddle's `_get_image_size`."""
+    if is_pil(img):
+        return img.size
+    if is_jax(img) and img.ndim == 3:
+        return int(img.shape[2]), int(img.shape[1])
+    return int(img.shape[1]), int(img.shape[0])
+
+
+def fill_values(fill, channels: int, name: str = "fill") -> np.ndarray:
+    """A per-channel fill vector from a number or a sequence (one per channel)."""
+    if isinstance(fill, numbers.Number):
+        return np.full(channels, float(fill))
+    if isinstance(fill, Sequence) and not isinstance(fill, str) and all(isinstance(f, numbers.Number) for f in fill):
+        if len(fill) == channels:
+            return np.asarray(fill, dtype=np.float64)
+        if channels == 1:
+            return np.asarray(fill[:1], dtype=np.float64)
+        raise ValueError(f"{name} has {len(fill)} values but the image has {channels} channels; pass a number "
+                         f"or one value per channel.")
+    raise TypeError(f"{name} must be a number or a sequence of numbers (one per channel); got {fill!r}.")
+
+
+def check_interpolation(interpolation, where: str, allowed=INTERPOLATIONS) -> str:
+    if interpolation not in allowed:
+        raise ValueError(f"{where}(interpolation) must be one of {list(allowed)}; got {interpolation!r}.")
+    return interpolation
+
+
+def cast_like(out: np.ndarray, dtype) -> np.ndarray:
+    """Float result -> `dtype`: integer images are clipped and truncated like PIL's 8-bit ops."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return np.clip(out, info.min, info.max).astype(dtype)
+    return out.astype(dtype)
