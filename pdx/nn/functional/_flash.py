@@ -1,5 +1,6 @@
 """Paddle's attention variants beyond scaled_dot_product_attention: packed q/k/v
-(flash_attn_qkvpacked), FlashMask's column-wise row ranges (flashmask_attention)
+(flash_attn_qkvpacked), packed variable-length batches (flash_attention_v3_varlen),
+FlashMask's column-wise row ranges (flashmask_attention)
 and block-sparse CSR layouts (sparse_attention), all as masked dense attention on the
 pure-JAX math (XLA fuses it; the Pallas kernels sit behind
 `scaled_dot_product_attention`'s dispatch). A query row with no visible key gives zeros."""
@@ -13,7 +14,7 @@ from pdx._random import next_key
 from pdx.nn.functional._args import compiled, error, float_array
 from pdx.nn.functional._attention import _sdpa_reference
 
-__all__ = ["flash_attn_qkvpacked", "flashmask_attention", "sparse_attention"]
+__all__ = ["flash_attention_v3_varlen", "flash_attn_qkvpacked", "flashmask_attention", "sparse_attention"]
 
 
 def flash_attn_qkvpacked(qkv, dropout=0.0, causal=False, return_softmax=False, *, fixed_seed_offset=None,
@@ -252,3 +253,102 @@ def _flashmask(query, key, value, startend, block_mask, rng, rate, causal, windo
         weights = jnp.where(keep, weights / (1.0 - rate), 0.0)
     out = jnp.einsum("bhqk,bkhd->bqhd", weights.astype(v.dtype), jnp.repeat(v, groups, axis=2)).astype(q.dtype)
     return (out, lse) if return_lse else out
+
+
+def _segments(cu, total, used):
+    """Per token: its sequence id (-1 outside every sequence) and position in the sequence."""
+    tokens = jnp.arange(total)
+    seg = jnp.sum(cu[None, 1:] <= tokens[:, None], axis=1)
+    inside = tokens < cu[-1]
+    seg_c = jnp.clip(seg, 0, cu.shape[0] - 2)
+    pos = tokens - cu[seg_c]
+    if used is not None:
+        inside = inside & (pos < jnp.asarray(used)[seg_c])
+    return jnp.where(inside, seg_c, -1), pos, seg_c
+
+
+def flash_attention_v3_varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                              seqused_q=None, seqused_k=None, softmax_scale=None, causal=False, qv=None,
+                              q_descale=None, k_descale=None, v_descale=None, window_size=(-1, -1), softcap=0.0,
+                              num_splits=1, pack_gqa=None, sm_margin=0):
+    """Attention over variable-length sequences packed along the token axis (FlashAttention-3 varlen).
+
+    Sequence s holds query tokens [cu_seqlens_q[s], cu_seqlens_q[s + 1]) and key
+    tokens [cu_seqlens_k[s], cu_seqlens_k[s + 1]); tokens attend only within their
+    sequence. `causal` aligns the sequences' ends (query i sees key j iff
+    j <= i + len_k - len_q), `window_size=(left, right)` (-1: unbounded) limits
+    keys around that diagonal, `softcap > 0` caps logits as softcap * tanh(l / softcap).
+    pdx builds the dense [tokens_q, tokens_k] mask; tokens outside every
+    sequence (or past `seqused_*`) get zeros.
+
+    Args:
+      query: [tokens_q, H, D]; key, value: [tokens_k, Hk, D] (Hk divides H).
+      cu_seqlens_q, cu_seqlens_k: [batch + 1] cumulative lengths.
+      max_seqlen_q, max_seqlen_k: accepted (Paddle's kernel sizing; not needed here).
+      seqused_q, seqused_k: optional [batch] tokens actually used per sequence.
+      softmax_scale: logit scale; default 1 / sqrt(D).
+      causal: bottom-right aligned causal mask.
+      qv, q_descale, k_descale, v_descale: not supported (must be None).
+      window_size: (left, right) sliding window; -1 means unbounded.
+      softcap: logit soft cap (0 disables).
+      num_splits, pack_gqa, sm_margin: kernel tuning; ignored.
+
+    Returns:
+      (out [tokens_q, H, D], softmax_lse [H, tokens_q]).
+
+    Example:
+      >>> q = jnp.ones((5, 2, 8))
+      >>> out, lse = F.flash_attention_v3_varlen(q, q, q, jnp.array([0, 2, 5]), jnp.array([0, 2, 5]), 3, 3,
+      ...                                        causal=True)
+      >>> out.shape, lse.shape
+      ((5, 2, 8), (2, 5))
+    """
+    op = "flash_attention_v3_varlen"
+    if any(a is not None for a in (qv, q_descale, k_descale, v_descale)):
+        raise error(op, "qv and the FP8 descale factors are not supported; pass None")
+    if not isinstance(window_size, (list, tuple)) or len(window_size) != 2:
+        raise error(op, f"window_size must be a (left, right) pair (-1 = unbounded); got {window_size!r}")
+    return _varlen(query, key, value, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, softmax_scale, bool(causal),
+                   tuple(int(w) for w in window_size), float(softcap))
+
+
+@compiled("query", "key", "value", "cu_q", "cu_k", "used_q", "used_k")
+def _varlen(query, key, value, cu_q, cu_k, used_q, used_k, scale, causal, window, softcap):
+    op = "flash_attention_v3_varlen"
+    q = float_array(query, op=op, name="query")
+    k = float_array(key, op=op, name="key").astype(q.dtype)
+    v = float_array(value, op=op, name="value").astype(q.dtype)
+    if q.ndim != 3 or k.ndim != 3 or v.shape != k.shape or k.shape[2] != q.shape[2] or q.shape[1] % k.shape[1]:
+        raise error(op, f"need query [tokens_q, H, D] and key/value [tokens_k, Hk, D] with Hk dividing H; got "
+                        f"query.shape={tuple(q.shape)}, key.shape={tuple(k.shape)}, value.shape={tuple(v.shape)}")
+    cu_q, cu_k = jnp.asarray(cu_q), jnp.asarray(cu_k)
+    if cu_q.ndim != 1 or cu_q.shape != cu_k.shape or cu_q.shape[0] < 2:
+        raise error(op, f"cu_seqlens_q and cu_seqlens_k must both be [batch + 1]; got {tuple(cu_q.shape)} and "
+                        f"{tuple(cu_k.shape)}")
+    tq, h, d = q.shape
+    tk, hk = k.shape[0], k.shape[1]
+    seg_q, pos_q, sq = _segments(cu_q, tq, used_q)
+    seg_k, pos_k, _ = _segments(cu_k, tk, used_k)
+    visible = (seg_q[:, None] == seg_k[None, :]) & (seg_q[:, None] >= 0)
+    len_q = (cu_q[1:] - cu_q[:-1])[sq] if used_q is None else jnp.asarray(used_q)[sq]
+    len_k = (cu_k[1:] - cu_k[:-1])[sq] if used_k is None else jnp.asarray(used_k)[sq]
+    diag = pos_q + len_k - len_q  # the key position aligned with each query (bottom-right)
+    left, right = window
+    if causal:
+        right = 0 if right < 0 else min(right, 0)
+    if right >= 0:
+        visible = visible & (pos_k[None, :] <= diag[:, None] + right)
+    if left >= 0:
+        visible = visible & (pos_k[None, :] >= diag[:, None] - left)
+    groups = h // hk
+    scale = scale if scale else 1.0 / d ** 0.5
+    logits = jnp.einsum("qhd,khd->hqk", q, jnp.repeat(k, groups, axis=1),
+                        preferred_element_type=jnp.promote_types(q.dtype, jnp.float32)) * scale
+    if softcap > 0:
+        logits = softcap * jnp.tanh(logits / softcap)
+    logits = jnp.where(visible[None], logits, -jnp.inf)
+    any_visible = visible.any(-1)[None, :, None]
+    lse = jax.nn.logsumexp(jnp.where(any_visible, logits, 0.0), axis=-1)
+    weights = jnp.where(any_visible, jnp.exp(logits - lse[..., None]), 0.0)
+    out = jnp.einsum("hqk,khd->qhd", weights.astype(v.dtype), jnp.repeat(v, groups, axis=1)).astype(q.dtype)
+    return out, jnp.where(any_visible[..., 0], lse, -jnp.inf)

@@ -386,3 +386,45 @@ def test_flashmask_attention_matches_a_numpy_reference(rng):
     np.testing.assert_array_equal(zero_blocks, 0.0)
     with pytest.raises(ValueError, match="startend_row_indices.shape"):
         F.flashmask_attention(*f32(q, k, v), np.zeros((b, 1, s, 1), np.int32), causal=False)
+
+
+def _np_varlen(q, k, v, cu_q, cu_k, causal, window, softcap, scale):
+    out = np.zeros(q.shape)
+    lse = np.full((q.shape[1], q.shape[0]), -np.inf)
+    groups = q.shape[1] // k.shape[1]
+    for s in range(len(cu_q) - 1):
+        lq, lk = cu_q[s + 1] - cu_q[s], cu_k[s + 1] - cu_k[s]
+        for i in range(lq):
+            diag = i + lk - lq
+            cols = [j for j in range(lk) if (not causal or j <= diag) and (window[0] < 0 or j >= diag - window[0])
+                    and (window[1] < 0 or j <= diag + window[1])]
+            if not cols:
+                continue
+            for hh in range(q.shape[1]):
+                logits = k[cu_k[s] + np.array(cols), hh // groups] @ q[cu_q[s] + i, hh] * scale
+                if softcap:
+                    logits = softcap * np.tanh(logits / softcap)
+                m = logits.max()
+                lse[hh, cu_q[s] + i] = np.log(np.exp(logits - m).sum()) + m
+                out[cu_q[s] + i, hh] = np.exp(logits - lse[hh, cu_q[s] + i]) @ v[cu_k[s] + np.array(cols), hh // groups]
+    return out, lse
+
+
+def test_flash_attention_v3_varlen_matches_a_numpy_reference(rng):
+    cu_q, cu_k = np.array([0, 3, 4, 8], np.int32), np.array([0, 2, 6, 9], np.int32)
+    q = rng.standard_normal((9, 4, 3))  # the last query token lies outside every sequence
+    k, v = rng.standard_normal((10, 2, 3)), rng.standard_normal((10, 2, 3))
+    f32 = lambda *xs: [np.asarray(x, np.float32) for x in xs]  # noqa: E731
+    for causal, window, softcap, scale in ((False, (-1, -1), 0.0, None), (True, (-1, -1), 0.0, 0.7),
+                                           (False, (1, 0), 2.0, None), (True, (2, -1), 0.0, None)):
+        out, lse = F.flash_attention_v3_varlen(*f32(q, k, v), cu_q, cu_k, 4, 4, softmax_scale=scale, causal=causal,
+                                               window_size=window, softcap=softcap)
+        ref_out, ref_lse = _np_varlen(q, k, v, cu_q, cu_k, causal, window, softcap, scale or 3 ** -0.5)
+        np.testing.assert_allclose(out, ref_out, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(lse, ref_lse, rtol=1e-5, atol=1e-5)
+    g = jax.jit(jax.grad(lambda k: jnp.sum(F.flash_attention_v3_varlen(
+        jnp.asarray(q, jnp.float32), k, jnp.asarray(v, jnp.float32), cu_q, cu_k, 4, 4, causal=True)[0])))(
+        jnp.asarray(k, jnp.float32))
+    assert np.isfinite(np.asarray(g)).all() and np.abs(np.asarray(g)[9]).max() == 0  # key 9 is in no sequence
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        F.flash_attention_v3_varlen(*f32(q, k, v), cu_q, cu_k[:-1], 4, 4)
