@@ -525,7 +525,7 @@ def combinations(x, r=2, with_replacement=False, name=None):
       name: ignored.
 
     Returns:
-      A `[count, r]` tensor (`[0]` when there are none).
+      A `[count, r]` tensor (`[0]` for r = 0).
 
     Example:
       >>> import pdx
@@ -537,10 +537,10 @@ def combinations(x, r=2, with_replacement=False, name=None):
     r = static_int(r, op="combinations", name="r")
     if r < 0:
         raise op_error("combinations", f"`r`={r} must be >= 0")
+    if r == 0:
+        return jnp.zeros((0,), x.dtype)
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.array(list(make(range(x.shape[0]), r)), np.int32).reshape(-1, r)
-    if r == 0 or idx.shape[0] == 0:
-        return jnp.zeros((0,), x.dtype)
     return x[idx]
 
 

@@ -98,6 +98,8 @@ FORWARD = [
     ("cartesian_prod", lambda m, x, y: m.cartesian_prod([x, y]), [i32(3), i32(2)]),
     ("combinations", lambda m, x: m.combinations(x), [f32(4)]),
     ("combinations_r3_rep", lambda m, x: m.combinations(x, 3, True), [i32(3)]),
+    ("combinations_r0", lambda m, x: m.combinations(x, 0), [f32(3)]),
+    ("combinations_r_too_big", lambda m, x: m.combinations(x, 4), [f32(3)]),
     ("block_diag", lambda m, x, y, z: m.block_diag([x, y, z]), [f32(2, 3), f32(1, 1), f32(2)]),
     ("tril_indices", lambda m: m.tril_indices(4, 3, -1), []),
     ("triu_indices", lambda m: m.triu_indices(3, 5, 1), []),
