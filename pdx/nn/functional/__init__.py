@@ -71,6 +71,7 @@ from pdx.nn.functional._flash import flash_attn_qkvpacked
 from pdx.nn.functional._flash import sparse_attention
 from pdx.nn.functional._flash import flashmask_attention
 from pdx.nn.functional._flash import flash_attention_v3_varlen
+from pdx.nn.functional._flash import flash_attn_varlen_qkvpacked
 from pdx.nn.functional._grid import affine_grid
 from pdx.nn.functional._grid import grid_sample
 from pdx.nn.functional._inplace import elu_
@@ -189,6 +190,7 @@ __all__ = [
     "feature_alpha_dropout",
     "flash_attention_v3_varlen",
     "flash_attn_qkvpacked",
+    "flash_attn_varlen_qkvpacked",
     "flashmask_attention",
     "fold",
     "fractional_max_pool2d",

@@ -14,7 +14,8 @@ from pdx._random import next_key
 from pdx.nn.functional._args import compiled, error, float_array
 from pdx.nn.functional._attention import _sdpa_reference
 
-__all__ = ["flash_attention_v3_varlen", "flash_attn_qkvpacked", "flashmask_attention", "sparse_attention"]
+__all__ = ["flash_attention_v3_varlen", "flash_attn_qkvpacked", "flash_attn_varlen_qkvpacked", "flashmask_attention",
+           "sparse_attention"]
 
 
 def flash_attn_qkvpacked(qkv, dropout=0.0, causal=False, return_softmax=False, *, fixed_seed_offset=None,
@@ -352,3 +353,55 @@ def _varlen(query, key, value, cu_q, cu_k, used_q, used_k, scale, causal, window
     weights = jnp.where(any_visible, jnp.exp(logits - lse[..., None]), 0.0)
     out = jnp.einsum("hqk,khd->qhd", weights.astype(v.dtype), jnp.repeat(v, groups, axis=1)).astype(q.dtype)
     return out, jnp.where(any_visible[..., 0], lse, -jnp.inf)
+
+
+def flash_attn_varlen_qkvpacked(qkv, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale, dropout=0.0,
+                                causal=False, return_softmax=False, fixed_seed_offset=None, rng_name="",
+                                varlen_padded=True, training=True, name=None):
+    """Variable-length attention over packed [tokens, H / Hk + 2, Hk, D] q/k/v (Paddle's layout).
+
+    With `varlen_padded=True` (Paddle's default) sequence s occupies rows
+    [s * max_seqlen_q, s * max_seqlen_q + len_s) with len_s = cu_seqlens_q[s + 1] -
+    cu_seqlens_q[s], and the padding rows come out as zeros; with False the
+    sequences are contiguous at the cu_seqlens offsets. `causal` aligns the
+    sequences' ends, as `flash_attention_v3_varlen`.
+
+    Args:
+      qkv: [tokens, num_heads / num_heads_k + 2, num_heads_k, head_dim].
+      cu_seqlens_q, cu_seqlens_k: [batch + 1] cumulative lengths.
+      max_seqlen_q, max_seqlen_k: the padded length of each sequence (used when varlen_padded).
+      scale: logit scale.
+      dropout: must be 0 (dropout is not supported here; use scaled_dot_product_attention).
+      causal: bottom-right aligned causal mask.
+      return_softmax: not supported (must be False).
+      fixed_seed_offset, rng_name: not supported / ignored.
+      varlen_padded: the layout (see above).
+      training: accepted (dropout is 0).
+      name: ignored (Paddle compatibility).
+
+    Returns:
+      (out [tokens, H, D], None).
+
+    Example:
+      >>> qkv = jnp.ones((6, 3, 2, 8))
+      >>> out, _ = F.flash_attn_varlen_qkvpacked(qkv, jnp.array([0, 2, 5]), jnp.array([0, 2, 5]), 3, 3, 0.35)
+      >>> out.shape
+      (6, 2, 8)
+    """
+    op = "flash_attn_varlen_qkvpacked"
+    if return_softmax or fixed_seed_offset is not None or (training and dropout):
+        raise error(op, "return_softmax, fixed_seed_offset and dropout > 0 are not supported")
+    qkv = float_array(qkv, op=op, name="qkv")
+    if qkv.ndim != 4 or qkv.shape[1] < 3:
+        raise error(op, f"qkv must be 4-D [tokens, num_heads / num_heads_k + 2, num_heads_k, head_dim]; "
+                        f"got qkv.shape={tuple(qkv.shape)}")
+    query = qkv[:, :-2].reshape(qkv.shape[0], -1, qkv.shape[-1])
+    key, value = qkv[:, -2], qkv[:, -1]
+    cu_q, cu_k = jnp.asarray(cu_seqlens_q), jnp.asarray(cu_seqlens_k)
+    if varlen_padded:
+        starts = jnp.arange(cu_q.shape[0], dtype=cu_q.dtype)
+        out, _ = _varlen(query, key, value, starts * max_seqlen_q, starts * max_seqlen_k, cu_q[1:] - cu_q[:-1],
+                         cu_k[1:] - cu_k[:-1], scale, bool(causal), (-1, -1), 0.0)
+    else:
+        out, _ = _varlen(query, key, value, cu_q, cu_k, None, None, scale, bool(causal), (-1, -1), 0.0)
+    return out, None

@@ -428,3 +428,22 @@ def test_flash_attention_v3_varlen_matches_a_numpy_reference(rng):
     assert np.isfinite(np.asarray(g)).all() and np.abs(np.asarray(g)[9]).max() == 0  # key 9 is in no sequence
     with pytest.raises(ValueError, match="cu_seqlens"):
         F.flash_attention_v3_varlen(*f32(q, k, v), cu_q, cu_k[:-1], 4, 4)
+
+
+def test_flash_attn_varlen_qkvpacked_layouts(rng):
+    lengths, pad = [2, 3], 4
+    cu = np.array([0, 2, 5], np.int32)
+    packed = rng.standard_normal((5, 3, 2, 3)).astype(np.float32)
+    padded = np.zeros((8, 3, 2, 3), np.float32)
+    padded[0:2], padded[4:7] = packed[0:2], packed[2:5]
+    for causal in (False, True):
+        ref, _ = _np_varlen(packed[:, 0], packed[:, 1], packed[:, 2], cu, cu, causal, (-1, -1), 0.0, 0.5)
+        out, none = F.flash_attn_varlen_qkvpacked(packed, cu, cu, 3, 3, 0.5, causal=causal, varlen_padded=False)
+        assert none is None
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+        out, _ = F.flash_attn_varlen_qkvpacked(padded, cu, cu, pad, pad, 0.5, causal=causal)
+        np.testing.assert_allclose(np.asarray(out)[[0, 1, 4, 5, 6]], ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(np.asarray(out)[[2, 3, 7]], 0.0)  # padding rows are zeros
+    assert sum(lengths) == 5
+    with pytest.raises(ValueError, match="not supported"):
+        F.flash_attn_varlen_qkvpacked(packed, cu, cu, 3, 3, 0.5, dropout=0.1)
