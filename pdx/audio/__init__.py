@@ -1,9 +1,10 @@
-"""pdx.audio: Paddle's `paddle.audio` namespace; so far its `functional` part.
+"""pdx.audio: Paddle's `paddle.audio` namespace; so far its `functional` and `features` parts.
 
-`pdx.audio.functional` has the window functions and spectral helpers that
-`pdx.signal.stft` and mel features are built from. See README.md.
+`pdx.audio.functional` has the window functions and spectral helpers;
+`pdx.audio.features` the Spectrogram/MelSpectrogram/LogMelSpectrogram/MFCC layers
+built from them and `pdx.signal.stft`. See README.md.
 """
 
-from pdx.audio import functional
+from pdx.audio import features, functional
 
-__all__ = ["functional"]
+__all__ = ["features", "functional"]

@@ -67,3 +67,23 @@ def test_bad_arguments_name_the_argument():
     for call, fragment in checks:
         with pytest.raises(ValueError, match=fragment):
             call()
+
+
+def test_feature_layers_match_paddle(paddle, rng):
+    import pdx.audio.features as FE
+
+    x = rng.standard_normal((2, 400)).astype(np.float32)
+    cases = [
+        ("Spectrogram", dict(n_fft=64, hop_length=16)),
+        ("Spectrogram", dict(n_fft=64, hop_length=20, win_length=48, window=("kaiser", 5.0), power=2.0)),
+        ("MelSpectrogram", dict(sr=16000, n_fft=128, hop_length=32, n_mels=20)),
+        ("MelSpectrogram", dict(sr=8000, n_fft=64, hop_length=16, n_mels=10, htk=True, norm=None, f_max=3000.0)),
+        ("LogMelSpectrogram", dict(sr=16000, n_fft=128, hop_length=32, n_mels=20, top_db=60.0)),
+        ("MFCC", dict(sr=16000, n_mfcc=13, n_fft=128, hop_length=32, n_mels=24)),
+    ]
+    for name, kw in cases:
+        ours = np.asarray(getattr(FE, name)(**kw)(jnp.asarray(x)))
+        theirs = getattr(paddle.audio.features, name)(**kw)(paddle.to_tensor(x)).numpy()
+        assert ours.shape == theirs.shape, name
+        scale = max(1.0, float(np.abs(theirs).max()))
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4 * scale, err_msg=f"{name} {kw}")
