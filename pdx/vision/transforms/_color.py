@@ -2,9 +2,9 @@
 
 PIL images go through PIL (`ImageEnhance`, HSV conversion), as Paddle's PIL
 backend does. numpy and jax arrays are computed in numpy with the same
-rules: 8-bit images use PIL's integer grey weights and its truncating blend,
-so uint8 numpy results match PIL's to the pixel (hue within 1 level, from
-float rounding in the HSV round trip); float images are taken to lie in
+rules: 8-bit images use PIL's integer grey weights, its truncating blend
+and the float/double steps of its HSV conversion, so uint8 numpy results
+match PIL's to the pixel; float images are taken to lie in
 [0, 1] and are blended without rounding, as Paddle's tensor path does.
 (Paddle's numpy path uses OpenCV, whose hue and grey rounding differ from
 PIL's by a level or two.)
@@ -38,7 +38,8 @@ def _gray(a: np.ndarray) -> np.ndarray:
     if _is_8bit(a):
         r, g, b = (a[..., i].astype(np.int64) for i in range(3))
         return ((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16).astype(np.uint8)
-    return (0.299 * a[..., 0] + 0.587 * a[..., 1] + 0.114 * a[..., 2]).astype(a.dtype)
+    # float images: the weights of Paddle's tensor path
+    return (0.2989 * a[..., 0] + 0.587 * a[..., 1] + 0.114 * a[..., 2]).astype(a.dtype)
 
 
 def _blend(degenerate, a: np.ndarray, factor: float) -> np.ndarray:
@@ -183,9 +184,11 @@ def _rgb_to_hsv8(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     safe = np.where(gray, 1.0, span).astype(np.float32)
     s = span / np.where(maxc == 0, 1.0, maxc).astype(np.float32)
     rc, gc, bc = (maxc - r) / safe, (maxc - g) / safe, (maxc - b) / safe
+    # float32 ratios, double offsets and fmod, float32 storage in between: PIL's C expression types
+    rc, gc, bc = (x.astype(np.float64) for x in (rc, gc, bc))
     h = np.where(r == maxc, bc - gc, np.where(g == maxc, 2.0 + rc - bc, 4.0 + gc - rc)).astype(np.float32)
-    h = np.mod(h / np.float32(6.0) + np.float32(1.0), np.float32(1.0))
-    h8 = np.where(gray, 0, np.clip((h * np.float32(255.0)).astype(np.int64), 0, 255))
+    h = np.fmod(h.astype(np.float64) / 6.0 + 1.0, 1.0).astype(np.float32)
+    h8 = np.where(gray, 0, np.clip((h.astype(np.float64) * 255.0).astype(np.int64), 0, 255))
     s8 = np.where(gray, 0, np.clip((s * np.float32(255.0)).astype(np.int64), 0, 255))
     return h8, s8, maxc.astype(np.int64)
 
@@ -231,7 +234,7 @@ def adjust_hue(img, hue_factor: float):
     """Rotate the hue by `hue_factor` of a turn, in [-0.5, 0.5] (Paddle's `F.adjust_hue`).
 
     8-bit images shift PIL's 8-bit hue by `int(hue_factor * 255)` (numpy
-    arrays within one level of PIL); float images rotate hue continuously.
+    arrays give PIL's pixels); float images rotate hue continuously.
     Single-channel images are returned unchanged.
 
     Example:
