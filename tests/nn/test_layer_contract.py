@@ -166,6 +166,42 @@ for _kind in ("Zero", "Constant", "Reflection", "Replication", "Circular"):
     EXTRA[f"{_kind}Pad2D"] = (lambda k=_kind, a=_args: getattr(nn, f"{k}Pad2D")(*a), [A4])
     EXTRA[f"{_kind}Pad3D"] = (lambda k=_kind, a=_args: getattr(nn, f"{k}Pad3D")(*a), [(1, 4, 2, 3, 2)])
 CASES.update(EXTRA)
+class _LossOn(nn.Layer):
+    """A loss layer fed valid arguments derived from the contract's random inputs."""
+
+    def __init__(self, loss, prepare):
+        super().__init__()
+        self.loss = loss
+        self.prepare = prepare
+
+    def forward(self, *xs):
+        out = self.loss(*self.prepare(*xs))
+        return out[1] if isinstance(out, tuple) else out
+
+
+_LENGTHS = (jnp.array([4, 3]), jnp.array([2, 1]))
+LOSSES = {
+    "CrossEntropyLoss": (nn.CrossEntropyLoss, [(2, 3, 4), "int:4"]),
+    "NLLLoss": (lambda: nn.NLLLoss(reduction="none"), [(2, 4, 3), "int:4"]),
+    "BCELoss": (lambda: _LossOn(nn.BCELoss(), lambda x, y: (jax.nn.sigmoid(x), jax.nn.sigmoid(y))), [A4, A4]),
+    "GaussianNLLLoss": (lambda: _LossOn(nn.GaussianNLLLoss(), lambda x, y, v: (x, y, jnp.abs(v))), [A4, A4, A4]),
+    "CosineEmbeddingLoss": (lambda: _LossOn(nn.CosineEmbeddingLoss(), lambda a, b, y: (a, b, 1 - 2 * (y[:, 0] % 2))),
+                            [(2, 3), (2, 3), "int:2"]),
+    "MultiMarginLoss": (lambda: _LossOn(nn.MultiMarginLoss(), lambda x, y: (x, y[:, 0])), [(2, 3), "int:3"]),
+    "MultiLabelMarginLoss": (nn.MultiLabelMarginLoss, [(2, 3), "int:3"]),
+    "HSigmoidLoss": (lambda: _LossOn(nn.HSigmoidLoss(3, 5), lambda x, y: (x, y[:, 0])), [(2, 3), "int:5"]),
+    "AdaptiveLogSoftmaxWithLoss": (lambda: _LossOn(nn.AdaptiveLogSoftmaxWithLoss(8, 6, [2, 4], div_value=2.0),
+                                                   lambda x, y: (x, y[:, 0])), [(2, 8), "int:6"]),
+    "CTCLoss": (lambda: _LossOn(nn.CTCLoss(), lambda x, y: (x, y[:, :2] + 1, *_LENGTHS)), [(4, 2, 5), "int:4"]),
+    "RNNTLoss": (lambda: _LossOn(nn.RNNTLoss(), lambda x, y: (jax.nn.log_softmax(x, -1), y[:, :2] + 1, *_LENGTHS)),
+                 [(2, 4, 3, 5), "int:4"]),
+}
+for _name in ["MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "KLDivLoss", "SoftMarginLoss",
+              "HingeEmbeddingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss"]:
+    LOSSES[_name] = (getattr(nn, _name), [A4, A4])
+for _name in ["MarginRankingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss"]:
+    LOSSES[_name] = (getattr(nn, _name), [(2, 3)] * 3)
+CASES.update(LOSSES)
 NOT_CALLABLE = {"Layer", "LayerList", "LayerDict", "RNNCellBase",  # containers without a forward, and the bases
                 "ParameterList", "ParameterDict"}
 # bfloat16 runs over one layer of each kind (compiling every layer twice costs more than it finds).
