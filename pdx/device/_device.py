@@ -210,10 +210,10 @@ def device_count(device_type: str | None = None) -> int:
 
 
 def get_cudnn_version() -> int | None:
-    """The cuDNN version JAX's GPU backend was built with, as Paddle's int (e.g. 90100), or None.
+    """The cuDNN version JAX's CUDA backend loads (from the nvidia-cudnn wheel), as Paddle's int (e.g. 90100).
 
     Returns:
-      An int or None (no CUDA backend).
+      An int, or None without a CUDA backend or a pip-installed cuDNN.
 
     Example:
       >>> import pdx
@@ -222,13 +222,16 @@ def get_cudnn_version() -> int | None:
     """
     if not is_compiled_with_cuda():
         return None
-    try:
-        from jax._src.lib import cuda_versions  # noqa: PLC0415 (only present in CUDA builds)
+    from importlib import metadata
 
-        version = cuda_versions.cudnn_get_version() if cuda_versions else None
-    except (ImportError, AttributeError):
-        version = None
-    return int(version) if version else None
+    for dist in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"):  # the cuDNN wheels jax[cuda] installs
+        try:
+            parts = [int(p) for p in metadata.version(dist).split(".")[:3]]
+        except (metadata.PackageNotFoundError, ValueError):
+            continue
+        major, minor, patch = (parts + [0, 0, 0])[:3]
+        return major * 10000 + minor * 100 + patch
+    return None
 
 
 def set_device(device):
