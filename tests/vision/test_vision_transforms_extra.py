@@ -248,3 +248,18 @@ def test_bad_arguments_name_the_argument(images):
     for exc, name, fn in bad:
         with pytest.raises(exc, match=name):
             fn()
+
+
+def test_earlier_geometric_transforms_keep_the_input_kind(PT, images):
+    a = images[0]
+    p = Image.fromarray(a)
+    for ours, ref in ((T.Resize((6, 9)), PT.Resize((6, 9))), (T.CenterCrop(5), PT.CenterCrop(5)),
+                      (T.RandomCrop((13, 17)), PT.RandomCrop((13, 17))),
+                      (T.RandomHorizontalFlip(prob=1.0), PT.RandomHorizontalFlip(prob=1.0))):
+        out = ours(p)
+        assert isinstance(out, Image.Image), ours
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(ref(p)), err_msg=repr(ours))
+        assert isinstance(ours(a), np.ndarray)
+    chw = jnp.asarray(a.transpose(2, 0, 1))
+    out = T.Compose([T.RandomCrop(9, padding=1), T.RandomHorizontalFlip(), T.CenterCrop(5)])(chw)
+    assert isinstance(out, type(chw)) and out.shape == (3, 5, 5)

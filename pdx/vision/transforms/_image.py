@@ -28,8 +28,8 @@ def check_image(img, where: str) -> None:
     if is_pil(img) or (isinstance(img, np.ndarray) and img.ndim in (2, 3)) or (is_jax(img) and img.ndim in (2, 3)):
         return
     shape = getattr(img, "shape", None)
-    raise TypeError(f"{where}(img) needs a PIL image, a numpy array (H, W) or (H, W, C), or a jax array "
-                    f"(C, H, W); got {type(img).__name__}{'' if shape is None else f' of shape {shape}'}.")
+    raise TypeError(f"{where}(img) needs a PIL image or a numpy array of shape (H, W) or (H, W, C) (or a jax "
+                    f"array (C, H, W)); got {type(img).__name__}{'' if shape is None else f' of shape {shape}'}.")
 
 
 def apply(img, where: str, np_fn: Callable[[np.ndarray], np.ndarray], pil_fn: Callable | None = None):

@@ -1,8 +1,8 @@
 """Image transforms with Paddle's names and arguments, on numpy (run in workers).
 
 Layout: images are PIL images or numpy arrays in HWC (Paddle's cv2/PIL
-convention); geometric transforms return numpy HWC arrays, `ToTensor` turns
-them into float32 CHW numpy arrays (not jax arrays: the DataLoader moves the
+convention); geometric transforms keep the input's kind (PIL in, PIL out;
+numpy in, numpy out), `ToTensor` turns them into float32 CHW numpy arrays (not jax arrays: the DataLoader moves the
 finished batch to the device), and `Normalize` works on CHW by default.
 
 Randomness: random transforms draw from `pdx.io.sample_rng()`, a Generator
@@ -21,6 +21,8 @@ import numpy as np
 
 from pdx.io._worker import sample_rng
 from pdx.vision.transforms import _functional as F
+from pdx.vision.transforms import _geometry as G
+from pdx.vision.transforms._image import apply
 
 __all__ = ["BaseTransform", "Compose", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomCrop",
            "RandomHorizontalFlip"]
@@ -182,7 +184,7 @@ class Resize(BaseTransform):
       keys: see `BaseTransform`.
 
     Returns:
-      A numpy HWC array of the input dtype.
+      A PIL image for a PIL image, else an array of the input's kind and dtype.
 
     Example:
       >>> import numpy as np
@@ -199,7 +201,7 @@ class Resize(BaseTransform):
         self.size, self.interpolation = size, interpolation
 
     def _apply_image(self, img):
-        return F.resize(img, self.size, self.interpolation)
+        return G.resize(img, self.size, self.interpolation)
 
 
 class CenterCrop(BaseTransform):
@@ -220,7 +222,7 @@ class CenterCrop(BaseTransform):
         self.size = F.pair(size, "CenterCrop(size)")
 
     def _apply_image(self, img):
-        return F.center_crop(F.to_hwc(img, "CenterCrop"), self.size)
+        return G.center_crop(img, self.size)
 
 
 class RandomCrop(BaseTransform):
@@ -254,7 +256,9 @@ class RandomCrop(BaseTransform):
         self.padding, self.pad_if_needed, self.fill, self.padding_mode = padding, pad_if_needed, fill, padding_mode
 
     def _apply_image(self, img):
-        img = F.to_hwc(img, "RandomCrop")
+        return apply(img, "RandomCrop", self._crop)
+
+    def _crop(self, img: np.ndarray) -> np.ndarray:
         if self.padding is not None:
             img = F.pad(img, self.padding, self.fill, self.padding_mode)
         th, tw = self.size
@@ -296,7 +300,4 @@ class RandomHorizontalFlip(BaseTransform):
         self.prob = prob
 
     def _apply_image(self, img):
-        img = F.to_hwc(img, "RandomHorizontalFlip")
-        if sample_rng().random() < self.prob:
-            return np.ascontiguousarray(img[:, ::-1])
-        return img
+        return G.hflip(img) if sample_rng().random() < self.prob else img
