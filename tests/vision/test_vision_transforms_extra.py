@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from pdx.io import _worker
 from pdx.vision import transforms as T
 from pdx.vision.transforms import functional as TF
 
@@ -208,6 +209,22 @@ def test_random_transforms_properties(PF, images):
     np.random.seed(3)
     np.testing.assert_array_equal(T.ColorJitter(0.4, 0.4, 0.4, 0.1)(a), first)
 
+    # inside a DataLoader every draw comes from the sample's own Generator: a function of (seed, epoch, index)
+    t = T.Compose([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomAffine(20, translate=(0.1, 0.1), shear=5),
+                   T.RandomErasing(prob=0.7)])
+
+    def run(seed, index):
+        scope = _worker._SampleScope(seed, 0, None)
+        scope.enter(index)
+        try:
+            return t(a)
+        finally:
+            scope.leave()
+
+    np.testing.assert_array_equal(run(1, 4), run(1, 4))
+    assert len({run(1, i).tobytes() for i in range(6)}) == 6
+    assert not np.array_equal(run(1, 4), run(2, 4))
+
     zeros = np.zeros((20, 24, 3), np.uint8)
     for _ in range(5):
         out = T.RandomErasing(prob=1.0, scale=(0.1, 0.2), value=(1, 2, 3))(zeros)
@@ -219,6 +236,9 @@ def test_random_transforms_properties(PF, images):
     out = T.RandomErasing(prob=1.0, value=0.5)(jnp.zeros((3, 20, 24)))
     assert float(out.max()) == 0.5 and out.shape == (3, 20, 24)
     assert T.RandomErasing(prob=0.0)(zeros) is zeros
+    pal = Image.fromarray(images[1]).convert("P")
+    padded = TF.pad(pal, 1, padding_mode="edge")
+    assert padded.mode == "P" and padded.getpalette() == pal.getpalette()
 
 
 def test_bad_arguments_name_the_argument(images):
@@ -229,6 +249,8 @@ def test_bad_arguments_name_the_argument(images):
         (ValueError, "padding", lambda: T.Pad((1, 2, 3))),
         (ValueError, "value", lambda: T.BrightnessTransform(-0.5)),
         (ValueError, "value", lambda: T.HueTransform(0.7)),
+        (ValueError, "saturation", lambda: T.ColorJitter(saturation=-1)),
+        (ValueError, "hue", lambda: T.ColorJitter(hue=(0.1, 0.9))),
         (ValueError, "brightness_factor", lambda: TF.adjust_brightness(a, -1)),
         (ValueError, "hue_factor", lambda: TF.adjust_hue(a, 0.6)),
         (ValueError, "keys", lambda: T.Grayscale(keys="image")),

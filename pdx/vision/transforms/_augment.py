@@ -315,6 +315,11 @@ class ColorJitter(BaseTransform):
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0, keys: Sequence[str] | None = None):
         super().__init__(keys)
+        for name, v in (("brightness", brightness), ("contrast", contrast), ("saturation", saturation)):
+            _range(v, name, "ColorJitter")
+        if isinstance(hue, numbers.Number) and not 0 <= hue <= 0.5:
+            raise ValueError(f"ColorJitter(hue) must be in [0, 0.5]; got hue={hue!r}.")
+        _range(hue, "hue", "ColorJitter", center=0.0, bound=(-0.5, 0.5), clip_at_zero=False)
         self._parts = [BrightnessTransform(brightness, keys), ContrastTransform(contrast, keys),
                        SaturationTransform(saturation, keys), HueTransform(hue, keys)]
         self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue

@@ -45,7 +45,10 @@ def apply(img, where: str, np_fn: Callable[[np.ndarray], np.ndarray], pil_fn: Ca
         from PIL import Image
 
         out = np_fn(np.asarray(img))
-        return Image.fromarray(np.ascontiguousarray(out), mode=img.mode if out.ndim == np.asarray(img).ndim else None)
+        res = Image.fromarray(np.ascontiguousarray(out), mode=img.mode if out.ndim == np.asarray(img).ndim else None)
+        if img.mode == "P":
+            res.putpalette(img.getpalette())
+        return res
     if isinstance(img, np.ndarray):
         return np_fn(img)
     import jax.numpy as jnp
