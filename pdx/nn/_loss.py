@@ -2,9 +2,9 @@
 
 Each layer validates its options at construction (an unknown `reduction`
 fails there, naming the layer), stores them under Paddle's attribute names and
-calls the functional op in `forward`; like Paddle's, their repr shows no options. Tensor options (`weight`, `pos_weight`)
-are kept as plain arrays: like Paddle, they are not parameters and do not
-appear in `state_dict`. The layers with parameters (HSigmoidLoss,
+calls the functional op in `forward`; like Paddle's, their repr shows no
+options. Tensor options (`weight`, `pos_weight`) are kept as plain arrays:
+like Paddle, they are not parameters and do not appear in `state_dict`. The layers with parameters (HSigmoidLoss,
 AdaptiveLogSoftmaxWithLoss) live in `_loss_tree.py`, CTCLoss and RNNTLoss in
 `_loss_sequence.py`.
 """

@@ -149,7 +149,8 @@ def _ctc_loss(log_probs, labels, input_lengths, label_lengths, blank, reduction,
     steps, batch, classes = x.shape
     y = _int_array(labels, op=op, name="labels")
     if y.ndim != 2 or y.shape[0] != batch:
-        raise error(op, f"labels must be [batch, max_label_length] with batch={batch}; got labels.shape={tuple(y.shape)}")
+        raise error(op, f"labels must be [batch, max_label_length] with batch={batch}; got "
+                        f"labels.shape={tuple(y.shape)}")
     if not 0 <= blank < classes:
         raise error(op, f"blank={blank} must be a class id in [0, {classes})")
     t_len = _lengths(input_lengths, batch, op=op, name="input_lengths")

@@ -194,7 +194,8 @@ def _adaptive(input, label, head_weight, tail_weights, cutoffs, head_bias):
         out, loss = _adaptive(x[None], label[None], head_weight, tail_weights, cutoffs, head_bias)
         return out[0], loss
     if label.ndim != 1:
-        raise error(op, f"label must be 0-D or 1-D (multi-label is not supported); got label.shape={tuple(label.shape)}")
+        raise error(op, f"label must be 0-D or 1-D (multi-label is not supported); got "
+                        f"label.shape={tuple(label.shape)}")
     if x.ndim != 2 or x.shape[0] != label.shape[0]:
         raise error(op, f"a 1-D label needs input [N={label.shape[0]}, in_features]; got input.shape={tuple(x.shape)}")
     head_weight = array(head_weight, op=op, name="head_weight").astype(x.dtype)

@@ -30,7 +30,8 @@ def test_margin_losses_match_paddle(oracle, rng):
             cases.append((f"multi_margin {kw} weight={weight is not None}",
                           lambda a, b, kw=kw, wo=wo: F.multi_margin_loss(a, b, weight=wo, **kw),
                           lambda a, b, kw=kw, wr=wr: PF.multi_margin_loss(a, b, weight=wr, **kw), [x, y], [0]))
-        cases.append((f"multi_margin [N, 1] {reduction}", lambda a, b, r=reduction: F.multi_margin_loss(a, b, reduction=r),
+        cases.append((f"multi_margin [N, 1] {reduction}",
+                      lambda a, b, r=reduction: F.multi_margin_loss(a, b, reduction=r),
                       lambda a, b, r=reduction: PF.multi_margin_loss(a, b, reduction=r), [x, y[:, None]], [0]))
         cases.append((f"multi_label_margin {reduction}",
                       lambda a, b, r=reduction: F.multi_label_margin_loss(a, b, reduction=r),
@@ -47,7 +48,8 @@ def test_margin_losses_match_paddle(oracle, rng):
                   lambda u, v, w_: F.triplet_margin_with_distance_loss(
                       u, v, w_, distance_function=lambda s, t: jnp.sum(jnp.abs(s - t), -1), margin=2.0),
                   lambda u, v, w_: PF.triplet_margin_with_distance_loss(
-                      u, v, w_, distance_function=lambda s, t: (s - t).abs().sum(-1), margin=2.0), [a, p, n], [0, 1, 2]))
+                      u, v, w_, distance_function=lambda s, t: (s - t).abs().sum(-1), margin=2.0),
+                  [a, p, n], [0, 1, 2]))
     for labels in (np.array([0, 1, 0, 2, 1]), np.array([3.0, 1.0, 2.0, 0.0, 5.0], np.float32)):
         cases.append((f"npair {labels.dtype}", lambda u, v, y: F.npair_loss(u, v, y, l2_reg=0.01),
                       lambda u, v, y: PF.npair_loss(u, v, y, l2_reg=0.01), [a, p, labels], [0, 1]))

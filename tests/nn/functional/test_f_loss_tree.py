@@ -49,8 +49,10 @@ def test_adaptive_log_softmax_matches_paddle(oracle, rng):
         return oracle.F.adaptive_log_softmax_with_loss(a, l, h, [[p0, o0], [p1, o1]], cutoffs, hb)
 
     arrays = [x, y, head, bias, *tails[0], *tails[1]]
-    compare_cases(oracle, rng, [("output", lambda *a: ours(*a)[0], lambda *a: theirs(*a)[0], arrays, [0, 2, 3, 4, 5, 6, 7]),
-                                ("loss", lambda *a: ours(*a)[1], lambda *a: theirs(*a)[1], arrays, [0, 2])])
+    compare_cases(oracle, rng, [
+        ("output", lambda *a: ours(*a)[0], lambda *a: theirs(*a)[0], arrays, [0, 2, 3, 4, 5, 6, 7]),
+        ("loss", lambda *a: ours(*a)[1], lambda *a: theirs(*a)[1], arrays, [0, 2]),
+    ])
     out, loss = F.adaptive_log_softmax_with_loss(x[0], y[0], head, tails, cutoffs)  # unbatched
     ref_out, ref_loss = oracle.F.adaptive_log_softmax_with_loss(
         oracle.t(x[0]), oracle.t(y[0]), oracle.t(head), [[oracle.t(t) for t in p] for p in tails], cutoffs)
