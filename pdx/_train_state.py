@@ -161,6 +161,10 @@ class TrainState:
         opt_names, trainable, tx = (), frozenset(), None
         if optimizer is not None:
             by_id = {id(var): name for name, var in model.named_parameters()}
+            # a parameter reachable under two names (nn.LSTM's weight_ih_l0 is also 0.cell.weight_ih)
+            # is keyed by the path nnx.split gives it
+            by_id.update({id(node): ".".join(str(k) for k in path) for path, node in nnx.iter_graph(model)
+                          if isinstance(node, nnx.Variable) and id(node) in by_id})
             pairs = []
             for opt_name, var in optimizer.named_parameters():
                 if opt_name not in optimizer._trainable:

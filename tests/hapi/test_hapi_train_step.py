@@ -216,3 +216,14 @@ def test_apply_gradients_is_sgd(rng):
     assert int(new.step) == 1
     with pytest.raises(KeyError, match="differ in keys"):
         state.apply_gradients({"weight": g["weight"]})
+
+
+def test_train_state_of_a_layer_whose_parameters_have_two_names():
+    # nn.LSTM reaches each weight as `weight_ih_l0` and as `0.cell.weight_ih`
+    net = nn.Sequential(nn.Embedding(5, 3), nn.LSTM(3, 4))
+    state = pdx.TrainState.create(net, pdx.optimizer.SGD(0.1, parameters=net.parameters()))
+    assert len(state.params) == 1 + 4 and "0.weight" in state.params
+    g = {k: jnp.ones_like(v) for k, v in state.params.items()}
+    new = state.apply_gradients(g)
+    for k in g:
+        np.testing.assert_allclose(np.asarray(new.params[k]), np.asarray(state.params[k]) - 0.1, rtol=1e-6)
