@@ -378,7 +378,7 @@ class RandomAffine(BaseTransform):
         (vertical likewise with b), truncated to whole pixels. None: no shift.
       scale: (min, max) scale range. None: 1.
       shear: s for an x shear in (-s, s), (min, max) for x, or (xmin, xmax, ymin, ymax).
-      interpolation: "nearest" (default), "bilinear", "bicubic" (PIL only).
+      interpolation: "nearest" (default), "bilinear" or "bicubic".
       fill: value (or one per channel) for pixels from outside the input.
       center: (x, y) centre; default the image centre.
       keys: see `BaseTransform`.
@@ -432,7 +432,7 @@ class RandomRotation(BaseTransform):
 
     Args:
       degrees: (min, max) in degrees counter-clockwise, or d for (-d, d).
-      interpolation: "nearest" (default), "bilinear", "bicubic" (PIL only).
+      interpolation: "nearest" (default), "bilinear" or "bicubic".
       expand: grow the output to hold the whole rotated image.
       center: (x, y) centre of rotation; default the image centre.
       fill: value (or one per channel) for pixels from outside the input.
@@ -464,7 +464,7 @@ class RandomPerspective(BaseTransform):
     Args:
       prob: probability of warping, in [0, 1].
       distortion_scale: how far corners may move, as a fraction of half the size, in [0, 1].
-      interpolation: "nearest" (default), "bilinear", "bicubic" (PIL only).
+      interpolation: "nearest" (default), "bilinear" or "bicubic".
       fill: value (or one per channel) for pixels from outside the input.
       keys: see `BaseTransform`.
 

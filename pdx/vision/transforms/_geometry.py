@@ -4,8 +4,9 @@ Each takes a PIL image (PIL's own operation, as Paddle's PIL backend, PIL
 out), a numpy HWC array (numpy out) or a jax CHW array (jax out). Warps
 (`rotate`, `affine`, `perspective`) on numpy and jax arrays sample like PIL:
 output pixel centres are mapped back into the input, "nearest" takes the
-pixel under the point (PIL's 16.16 fixed-point grid for affine maps) and
-"bilinear" blends the four neighbours with the border clamped. So numpy and
+pixel under the point (PIL's 16.16 fixed-point grid for affine maps),
+"bilinear" and "bicubic" blend the 2x2 or 4x4 neighbours (PIL's kernels,
+border pixels repeated, 8-bit results truncated). So numpy and
 PIL inputs give the same pixels. Paddle's numpy path uses OpenCV and its
 tensor path `grid_sample`, whose sampling differs from PIL's at the pixel
 level; pdx has one convention, PIL's.
@@ -153,19 +154,34 @@ def _warp(arr: np.ndarray, out_hw, src_fn, interpolation: str, fill, fixed_affin
         fx, fy = sx - 0.5, sy - 0.5
         x0, y0 = np.floor(fx), np.floor(fy)
         dx, dy = (fx - x0)[..., None], (fy - y0)[..., None]
-        x0i = np.clip(np.nan_to_num(x0), -1, w).astype(np.int64)
-        y0i = np.clip(np.nan_to_num(y0), -1, h).astype(np.int64)
-        xa, xb = np.clip(x0i, 0, w - 1), np.clip(x0i + 1, 0, w - 1)
-        ya, yb = np.clip(y0i, 0, h - 1), np.clip(y0i + 1, 0, h - 1)
+        x0i = np.clip(np.nan_to_num(x0), -4, w + 4).astype(np.int64)
+        y0i = np.clip(np.nan_to_num(y0), -4, h + 4).astype(np.int64)
         af = a.astype(np.float64)
-        top = af[ya, xa] + (af[ya, xb] - af[ya, xa]) * dx
-        bot = af[yb, xa] + (af[yb, xb] - af[yb, xa]) * dx
-        out = top + (bot - top) * dy
+        # taps at offsets -1..2 (bicubic) or 0..1 (bilinear), border pixels repeated
+        offsets = range(-1, 3) if interpolation == "bicubic" else range(2)
+        kernel = _cubic if interpolation == "bicubic" else _linear
+        rows = []
+        for oy in offsets:
+            yy = np.clip(y0i + oy, 0, h - 1)
+            rows.append(kernel([af[yy, np.clip(x0i + ox, 0, w - 1)] for ox in offsets], dx))
+        out = kernel(rows, dy)
         if np.issubdtype(arr.dtype, np.integer):
-            out = np.floor(out)
+            out = np.floor(out)  # PIL truncates the filtered value
     out = np.where(inside[..., None], out, fillv)
     out = cast_like(out, arr.dtype)
     return out[:, :, 0] if squeeze else out
+
+
+def _linear(v, d):
+    return v[0] + (v[1] - v[0]) * d
+
+
+def _cubic(v, d):
+    """PIL's bicubic kernel (a = -1) through taps v[0..3] at fraction d past v[1]."""
+    p2 = v[2] - v[0]
+    p3 = 2 * (v[0] - v[1]) + v[2] - v[3]
+    p4 = v[1] - v[0] - v[2] + v[3]
+    return v[1] + d * (p2 + d * (p3 + d * p4))
 
 
 def _affine_apply(m):
@@ -176,9 +192,6 @@ def _warp_image(img, where, out_hw_fn, matrix_fn, interpolation, fill, pil_fn, p
     check_interpolation(interpolation, where)
 
     def np_fn(a):
-        if interpolation == "bicubic":
-            raise ValueError(f"{where}(interpolation='bicubic') needs a PIL image; numpy and jax arrays take "
-                             "'nearest' or 'bilinear'.")
         h, w = a.shape[:2]
         if perspective_coeffs is not None:
             p = perspective_coeffs
@@ -228,7 +241,7 @@ def rotate(img, angle, interpolation: str = "nearest", expand: bool = False, cen
     Args:
       img: PIL image, numpy HWC array or jax CHW array.
       angle: degrees, counter-clockwise.
-      interpolation: "nearest" (default), "bilinear", or "bicubic" (PIL images only).
+      interpolation: "nearest" (default), "bilinear", or "bicubic".
       expand: grow the output to hold the whole rotated image.
       center: (x, y) centre of rotation; default the image centre.
       fill: value (or one per channel) for pixels from outside the input.
@@ -276,7 +289,7 @@ def affine(img, angle, translate, scale, shear, interpolation: str = "nearest", 
       translate: (dx, dy) in pixels.
       scale: positive scale factor.
       shear: a number (x shear) or (x, y) shear in degrees.
-      interpolation: "nearest" (default), "bilinear", or "bicubic" (PIL only).
+      interpolation: "nearest" (default), "bilinear", or "bicubic".
       fill: value (or one per channel) for pixels from outside the input.
       center: (x, y) centre; default the image centre (w / 2, h / 2) for
         every input kind (Paddle's numpy path swaps width and height here).
@@ -332,7 +345,7 @@ def perspective(img, startpoints, endpoints, interpolation: str = "nearest", fil
       img: PIL image, numpy HWC array or jax CHW array.
       startpoints: four [x, y] corners (top-left, top-right, bottom-right, bottom-left) in the input.
       endpoints: where they go in the output.
-      interpolation: "nearest" (default), "bilinear", or "bicubic" (PIL only).
+      interpolation: "nearest" (default), "bilinear", or "bicubic".
       fill: value (or one per channel) for pixels from outside the input.
 
     Example:
