@@ -462,7 +462,7 @@ class MultiMarginLoss(Layer):
     Example:
       >>> import pdx, jax.numpy as jnp
       >>> round(float(pdx.nn.MultiMarginLoss()(jnp.array([[0.1, 0.2, 0.4]]), jnp.array([2]))), 4)
-      0.5667
+      0.5
     """
 
     def __init__(self, p=1, margin=1.0, weight=None, reduction="mean", name=None, *, rngs=None):

@@ -48,7 +48,7 @@ def multi_margin_loss(input, label, p=1, margin=1.0, weight=None, reduction="mea
 
     Example:
       >>> round(float(F.multi_margin_loss(jnp.array([[0.1, 0.2, 0.4]]), jnp.array([2]))), 4)
-      0.5667
+      0.5
     """
     op = "multi_margin_loss"
     check_reduction(reduction, op=op)
