@@ -13,6 +13,7 @@ from PIL import Image
 
 from pdx.io import _worker
 from pdx.vision import transforms as T
+from pdx.vision.transforms import _image
 from pdx.vision.transforms import functional as TF
 
 
@@ -28,6 +29,13 @@ def PT(paddle):
     from paddle.vision import transforms
 
     return transforms
+
+
+@pytest.fixture(params=[False, True], ids=["numpy-route", "pil-route"])
+def route(request, monkeypatch):
+    """uint8 numpy images through pdx's numpy code, then through the PIL fast path: both must match Paddle."""
+    monkeypatch.setattr(_image, "PIL_FAST_PATH", request.param)
+    return request.param
 
 
 @pytest.fixture
@@ -47,7 +55,7 @@ def _check_same(ours_np, ours_pil, ref_pil, what, atol=0):
     np.testing.assert_allclose(got.astype(int), ref.astype(int), atol=atol, rtol=0, err_msg=f"{what} (numpy)")
 
 
-def test_geometric_functionals_match_paddle(PF, images):
+def test_geometric_functionals_match_paddle(PF, images, route):
     for a in images:
         p = Image.fromarray(a)
         h, w = a.shape[:2]
@@ -88,7 +96,7 @@ def test_geometric_functionals_match_paddle(PF, images):
         assert T.resize(a, 5).shape[:2] == np.asarray(PF.resize(p, 5)).shape[:2]
 
 
-def test_warp_fill_is_honoured(images):
+def test_warp_fill_is_honoured(images, route):
     # Paddle drops fill for PIL affine/perspective; pdx honours it, the same way for PIL and numpy.
     a = images[0]
     p = Image.fromarray(a)
@@ -101,7 +109,7 @@ def test_warp_fill_is_honoured(images):
         assert outside.any() and np.all(out_np[outside] == [5, 6, 7])
 
 
-def test_color_functionals_match_paddle(PF, images):
+def test_color_functionals_match_paddle(PF, images, route):
     for a in images[:2]:
         p = Image.fromarray(a)
         cases = [("adjust_brightness", 1.3), ("adjust_brightness", 0.37), ("adjust_contrast", 1.7),
@@ -116,7 +124,7 @@ def test_color_functionals_match_paddle(PF, images):
                         f"{name}({factor}) on {a.shape}")
 
 
-def test_jax_chw_inputs_match_paddle_tensors(paddle, PF, rng):
+def test_jax_chw_inputs_match_paddle_tensors(paddle, PF, rng, route):
     u8 = rng.integers(0, 256, size=(3, 13, 17)).astype(np.uint8)
     x = u8.astype(np.float32) / 255.0
     xj, xp = jnp.asarray(x), paddle.to_tensor(x)
@@ -171,7 +179,7 @@ def test_deterministic_transforms_match_paddle(PT, images):
     assert img.shape == (15, 19, 3) and label == 3
 
 
-def test_random_transforms_with_pinned_randomness_match_paddle(PF, images):
+def test_random_transforms_with_pinned_randomness_match_paddle(PF, images, route):
     for a in images[:2]:
         p = Image.fromarray(a)
         fill = (0,) if a.ndim == 2 else 0

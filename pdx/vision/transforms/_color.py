@@ -115,7 +115,7 @@ def adjust_brightness(img, brightness_factor: float):
 
         return ImageEnhance.Brightness(p).enhance(f)
 
-    return apply(img, "adjust_brightness", np_fn, pil_fn)
+    return apply(img, "adjust_brightness", np_fn, pil_fn, fast=True)
 
 
 def adjust_contrast(img, contrast_factor: float):
@@ -144,7 +144,7 @@ def adjust_contrast(img, contrast_factor: float):
 
         return ImageEnhance.Contrast(p).enhance(f)
 
-    return apply(img, "adjust_contrast", np_fn, pil_fn)
+    return apply(img, "adjust_contrast", np_fn, pil_fn, fast=True)
 
 
 def adjust_saturation(img, saturation_factor: float):
@@ -171,7 +171,7 @@ def adjust_saturation(img, saturation_factor: float):
 
         return ImageEnhance.Color(p).enhance(f)
 
-    return apply(img, "adjust_saturation", np_fn, pil_fn)
+    return apply(img, "adjust_saturation", np_fn, pil_fn, fast=True)
 
 
 def _rgb_to_hsv8(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -265,7 +265,7 @@ def adjust_hue(img, hue_factor: float):
         shifted = ((np.asarray(h, np.int16) + int(hue_factor * 255)) % 256).astype(np.uint8)
         return Image.merge("HSV", (Image.fromarray(shifted, "L"), s, v)).convert(p.mode)
 
-    return apply(img, "adjust_hue", np_fn, pil_fn)
+    return apply(img, "adjust_hue", np_fn, pil_fn, fast=True)
 
 
 def to_tensor(pic, data_format: str = "CHW"):

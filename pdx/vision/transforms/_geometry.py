@@ -7,7 +7,8 @@ output pixel centres are mapped back into the input, "nearest" takes the
 pixel under the point (PIL's 16.16 fixed-point grid for affine maps),
 "bilinear" and "bicubic" blend the 2x2 or 4x4 neighbours (PIL's kernels,
 border pixels repeated, 8-bit results truncated). So numpy and
-PIL inputs give the same pixels. Paddle's numpy path uses OpenCV and its
+PIL inputs give the same pixels, and uint8 grey/RGB arrays take PIL's
+faster C loops when PIL is installed (`_image.PIL_FAST_PATH`). Paddle's numpy path uses OpenCV and its
 tensor path `grid_sample`, whose sampling differs from PIL's at the pixel
 level; pdx has one convention, PIL's.
 """
@@ -188,8 +189,18 @@ def _affine_apply(m):
     return lambda x, y: (m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5])
 
 
-def _warp_image(img, where, out_hw_fn, matrix_fn, interpolation, fill, pil_fn, perspective_coeffs=None):
+def _channels(img) -> int:
+    if F.is_pil(img):
+        return len(img.getbands())
+    if is_jax(img):
+        return 1 if img.ndim == 2 else int(img.shape[0])
+    return 1 if img.ndim == 2 else int(img.shape[2])
+
+
+def _warp_image(img, where, matrix_fn, interpolation, fill, pil_fn, perspective_coeffs=None):
     check_interpolation(interpolation, where)
+    check_image(img, where)
+    fill_values(fill, _channels(img), f"{where}(fill)")
 
     def np_fn(a):
         h, w = a.shape[:2]
@@ -205,15 +216,15 @@ def _warp_image(img, where, out_hw_fn, matrix_fn, interpolation, fill, pil_fn, p
         fixed = m if (m[1] != 0 or m[3] != 0) else None
         return _warp(a, out_hw, _affine_apply(m), interpolation, fill, fixed_affine=fixed)
 
-    return apply(img, where, np_fn, pil_fn)
+    return apply(img, where, np_fn, pil_fn, fast=True)
 
 
 def _pil_fill(fill, image):
     bands = len(image.getbands())
-    if isinstance(fill, numbers.Number):
-        return fill if bands == 1 else tuple([fill] * bands)
-    fill = tuple(fill)
-    return fill[0] if bands == 1 else fill
+    values = [fill] * bands if isinstance(fill, numbers.Number) else list(fill)
+    if image.mode not in ("F", "I"):
+        values = [int(v) for v in values]  # what the numpy route's cast to the integer image gives
+    return values[0] if bands == 1 else tuple(values)
 
 
 def _rotate_matrix(w, h, angle, expand, center):
@@ -260,7 +271,7 @@ def rotate(img, angle, interpolation: str = "nearest", expand: bool = False, cen
         return p.rotate(angle, _PIL_FILTER[interpolation], expand, None if center is None else tuple(center),
                         fillcolor=_pil_fill(fill, p))
 
-    return _warp_image(img, "rotate", None, lambda w, h: _rotate_matrix(w, h, angle, expand, center),
+    return _warp_image(img, "rotate", lambda w, h: _rotate_matrix(w, h, angle, expand, center),
                        interpolation, fill, pil_fn)
 
 
@@ -324,7 +335,7 @@ def affine(img, angle, translate, scale, shear, interpolation: str = "nearest", 
         m, _ = matrix(*p.size)
         return p.transform(p.size, Image.AFFINE, m, _PIL_FILTER[interpolation], fillcolor=_pil_fill(fill, p))
 
-    return _warp_image(img, "affine", None, matrix, interpolation, fill, pil_fn)
+    return _warp_image(img, "affine", matrix, interpolation, fill, pil_fn)
 
 
 def _perspective_coeffs(startpoints, endpoints) -> list[float]:
@@ -364,7 +375,7 @@ def perspective(img, startpoints, endpoints, interpolation: str = "nearest", fil
 
         return p.transform(p.size, Image.PERSPECTIVE, coeffs, _PIL_FILTER[interpolation], fillcolor=_pil_fill(fill, p))
 
-    return _warp_image(img, "perspective", None, None, interpolation, fill, pil_fn, perspective_coeffs=coeffs)
+    return _warp_image(img, "perspective", None, interpolation, fill, pil_fn, perspective_coeffs=coeffs)
 
 
 def erase(img, i: int, j: int, h: int, w: int, v, inplace: bool = False):

@@ -32,13 +32,46 @@ def check_image(img, where: str) -> None:
                     f"array (C, H, W)); got {type(img).__name__}{'' if shape is None else f' of shape {shape}'}.")
 
 
-def apply(img, where: str, np_fn: Callable[[np.ndarray], np.ndarray], pil_fn: Callable | None = None):
+# uint8 grey/RGB arrays may take the PIL route of a shape-preserving op: the numpy code gives the same pixels
+# (the tests check both routes against Paddle), PIL's C loops are ~10x faster. Tests switch it off.
+PIL_FAST_PATH = True
+
+
+def _via_pil(a: np.ndarray, pil_fn: Callable) -> np.ndarray:
+    from PIL import Image
+
+    one_channel = a.ndim == 3 and a.shape[2] == 1
+    out = np.array(pil_fn(Image.fromarray(np.ascontiguousarray(a[:, :, 0] if one_channel else a))))
+    return out[:, :, None] if one_channel else out
+
+
+def _pil_eligible(a: np.ndarray) -> bool:
+    return (PIL_FAST_PATH and a.dtype == np.uint8 and (a.ndim == 2 or a.shape[2] in (1, 3))
+            and is_pil_available())
+
+
+def is_pil_available() -> bool:
+    from pdx.vision.transforms import _functional
+
+    return _functional._PILImage is not None
+
+
+def apply(img, where: str, np_fn: Callable[[np.ndarray], np.ndarray], pil_fn: Callable | None = None, *,
+          fast: bool = False):
     """Run `np_fn` on the HWC numpy view of `img` and hand back the input's kind.
 
     PIL images go to `pil_fn` when given (PIL's own operation, as Paddle's PIL
     backend), else through numpy and back to a PIL image of the same mode.
+    With `fast=True` (ops whose output keeps the input's shape and whose numpy
+    code reproduces PIL's pixels), uint8 grey/RGB arrays use `pil_fn` too.
     """
     check_image(img, where)
+    if fast and pil_fn is not None:
+        slow_fn = np_fn
+
+        def np_fn(a):
+            return _via_pil(a, pil_fn) if _pil_eligible(a) else slow_fn(a)
+
     if is_pil(img):
         if pil_fn is not None:
             return pil_fn(img)
