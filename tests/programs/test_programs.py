@@ -46,7 +46,11 @@ SPECS = {
     "fft": {"rtol": 1e-4, "atol": 1e-4},
     "to_static": {"rtol": 1e-4, "atol": 1e-5},
 }
-XFAIL = {}
+XFAIL = {
+    "finetune_freeze": "pdx parameters are flax nnx.Params without Paddle's `trainable` attribute: "
+                       "`param.trainable = False` raises AttributeError (use param.set_metadata(trainable=False)) "
+                       "and reading `p.trainable` of a parameter built without a ParamAttr raises",
+}
 
 _SPARSE_METHODS = "to_dense|to_sparse_csr|to_sparse_coo|is_sparse_coo|is_sparse_csr|is_sparse|nnz|indices|values|crows|cols"
 
@@ -173,7 +177,7 @@ def _compare(got, want, path, spec, errors):
 
 
 def test_programs_differ_only_as_documented():
-    assert len(NAMES) >= 12, NAMES
+    assert len(NAMES) >= 13, NAMES
     for name in NAMES:
         pdx_file = HERE / f"pdx_{name}.py"
         assert pdx_file.exists(), f"{name}: no pdx port {pdx_file.name}"
