@@ -42,13 +42,14 @@ from pdx._autocast import (
     get_autocast_gpu_dtype,
     is_autocast_enabled,
 )
-from pdx._autograd import Gradients, grad, no_grad, value_and_grad
-from pdx.autograd import enable_grad, is_grad_enabled, set_grad_enabled
+from pdx._autograd import Gradients, grad, value_and_grad
+from pdx.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from pdx._dtype import get_default_dtype, set_default_dtype
 from pdx._framework import *  # noqa: F401,F403  (dtype names, constants, execution mode, print options)
 from pdx._framework import int, long, short  # noqa: A004  (not in __all__: Paddle's star import skips them)
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx._tensor import Tensor
+from pdx._typed_tensors import *  # noqa: F401,F403  (FloatTensor, ..., Size)
 from pdx._train_state import TrainState
 from pdx.checkpoint import load, save
 from pdx.device import (
@@ -57,8 +58,10 @@ from pdx.device import (
     CUDAPlace,
     CustomPlace,
     XPUPlace,
+    device_guard,
     get_cudnn_version,
     get_device,
+    get_device_module,
     is_compiled_with_cinn,
     is_compiled_with_cuda,
     is_compiled_with_custom_device,
@@ -94,6 +97,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "device_guard",
+    "get_device_module",
     "Gradients",
     "Model",
     "ParamAttr",
@@ -135,7 +140,7 @@ __all__ = [
     "static",
     "summary",
     "value_and_grad",
-] + list(ops.__all__) + list(_framework.__all__) + [
+] + list(ops.__all__) + list(_typed_tensors.__all__) + list(_framework.__all__) + [
     "CPUPlace", "CUDAPinnedPlace", "CUDAPlace", "CustomPlace", "XPUPlace", "adaptive_avg_pool1d", "autocast",
     "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_enabled", "conv1d",
     "conv2d", "conv3d", "device", "enable_grad", "get_cudnn_version", "get_device", "group_norm",

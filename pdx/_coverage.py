@@ -47,6 +47,8 @@ MODULES: dict[str, str] = {
     "paddle.fft": "pdx.fft",
     "paddle.signal": "pdx.signal",
     "paddle.special": "pdx.special",
+    "paddle.audio.functional": "pdx.audio.functional",
+    "paddle.audio.features": "pdx.audio.features",
     "paddle.distribution": "pdx.distribution",
     "paddle.sparse": "pdx.sparse",
     "paddle.sparse.nn": "pdx.sparse.nn",
@@ -80,6 +82,9 @@ _INTERNAL_PREFIXES = ("monkey_patch_", "FLAGS_")
 _INTERNAL = {"original_init", "new_init", "IrGuard", "ir_guard", "use_compat_guard", "async_save",
              "clear_async_save_task_queue", "sdp_kernel"}
 
+# Public names whose value is None in paddle and pdx alike.
+_NONE_VALUED = {"newaxis"}
+
 _INPLACE_REASON = ("in-place: pdx tensors are immutable jax.Arrays; use the functional form "
                    "(x = op(x)); pdx raises an error naming it")
 
@@ -92,6 +97,32 @@ DIFFERENCES: dict[str, str] = {
     "paddle.Tensor.clear_grad": "no tape: nothing stores gradients",
     "paddle.Tensor.clear_gradient": "no tape: nothing stores gradients",
     "paddle.Tensor.register_hook": "no tape: transform gradients in the function passed to pdx.grad",
+    "paddle.Event": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.Stream": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.Event": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.Stream": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.StreamContext": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.current_stream": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.set_stream": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.stream_guard": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.get_stream_from_external": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
+    "paddle.device.is_current_stream_capturing": "no CUDA graph capture: XLA compiles whole programs (pdx.jit)",
+    "paddle.device.ipc_collect": "no CUDA IPC memory sharing in JAX",
+    "paddle.device.reset_max_memory_allocated": "XLA's allocator keeps peak statistics that cannot be reset; read them with max_memory_allocated",
+    "paddle.device.reset_max_memory_reserved": "XLA's allocator keeps peak statistics that cannot be reset; read them with max_memory_reserved",
+    "paddle.device.reset_peak_memory_stats": "XLA's allocator keeps peak statistics that cannot be reset",
+    "paddle.device.IPUPlace": "JAX has no Graphcore IPU backend",
+    "paddle.IPUPlace": "JAX has no Graphcore IPU backend",
+    "paddle.XPUPinnedPlace": "JAX has no Kunlun XPU backend (pinned host memory is handled by JAX)",
+    "paddle.Generator": "random state is an explicit JAX key: pdx.seed / pdx.get_rng_state, or key= under jit",
+    "paddle.MmapStorage": "tensors are jax.Arrays: no storage objects; load memory-mapped data with numpy.memmap",
+    "paddle.pstring": "JAX arrays hold numbers only: strings stay Python str (tokenizers in pdx.text)",
+    "paddle.raw": "JAX arrays hold numbers only: no raw-bytes tensor dtype",
+    "paddle.check_shape": "static-graph shape check of Paddle's legacy program builder; pdx ops check shapes themselves",
+    "paddle.enable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
+    "paddle.disable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
+    "paddle.DataParallel": "data parallelism is a sharding of the batch over a mesh: pdx.parallel.HybridConfig(dp_degree=...) with pdx.jit; no wrapper layer",
+    "paddle.linalg.fp8_fp8_half_gemm_fused": "a CUDA-only fused FP8 GEMM kernel; use pdx.matmul on fp8-cast inputs",
 }
 
 
@@ -128,7 +159,8 @@ def _public_names(module_name: str, module) -> list[str]:
                     and getattr(obj, "__module__", "").startswith("paddle")):
                 names.add(n)
     return sorted(n for n in names if n not in _INTERNAL and not n.startswith(_INTERNAL_PREFIXES)
-                  and not isinstance(getattr(module, n, None), types.ModuleType))
+                  and hasattr(module, n)  # (paddle.device lists names it cannot resolve)
+                  and not isinstance(getattr(module, n), types.ModuleType))
 
 
 def _tensor_names(paddle) -> list[str]:
@@ -154,7 +186,7 @@ def _pdx_lookup(pdx_name: str):
         module = importlib.import_module(pdx_name)
     except ImportError:
         return None
-    return lambda n: getattr(module, n, None)
+    return lambda n: getattr(module, n) if hasattr(module, n) else None
 
 
 def _is_alias(obj, name: str) -> bool:
@@ -179,7 +211,7 @@ def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
             entries[n] = Entry("in-place", _INPLACE_REASON)
         else:
             obj = lookup(n) if lookup is not None else None
-            if obj is None:
+            if obj is None and not (lookup is not None and n in _NONE_VALUED):
                 entries[n] = Entry("missing")
             elif _is_alias(obj, n) or (paddle_module is not None and _is_alias(getattr(paddle_module, n, None), n)):
                 entries[n] = Entry("alias")

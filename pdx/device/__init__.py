@@ -12,6 +12,18 @@ Example:
   'cpu'
 """
 
+from pdx._typed_tensors import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from pdx.device import cuda
 from pdx.device._device import (
     device_count,
@@ -31,9 +43,53 @@ from pdx.device._device import (
     set_device,
     synchronize,
 )
+from pdx.device._cuda import (
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    max_memory_allocated,
+    max_memory_reserved,
+    memory_allocated,
+    memory_reserved,
+)
+from pdx.device._guard import (
+    device,
+    device_guard,
+    get_device_module,
+    get_rng_state,
+    is_available,
+    is_bf16_supported,
+    manual_seed,
+    set_rng_state,
+)
 from pdx.device._place import CPUPlace, CUDAPinnedPlace, CUDAPlace, CustomPlace, Place, XPUPlace, as_jax_device
 
 __all__ = [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
+    "device",
+    "device_guard",
+    "get_device_module",
+    "get_rng_state",
+    "is_available",
+    "is_bf16_supported",
+    "manual_seed",
+    "set_rng_state",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
     "CPUPlace",
     "CUDAPinnedPlace",
     "CUDAPlace",
