@@ -71,7 +71,8 @@ def test_geometric_functionals_match_paddle(PF, images, route):
             # PIL's expand reads an int fill on RGB as a packed colour ((9, 0, 0)); pdx fills every channel
             ("pad", ((1, 2),), {"fill": 9 if grey else (9, 9, 9)}),
             ("rotate", (30,), {"fill": fill0}), ("rotate", (-47.5,), {"expand": True, "fill": fill0}),
-            ("rotate", (90,), {"fill": fill0}), ("rotate", (33,), {"center": (3, 4), "fill": (7,) if grey else 7}),
+            ("rotate", (90,), {"fill": fill0}), ("rotate", (270,), {"expand": True, "fill": fill0}),
+            ("rotate", (-180,), {"fill": fill0}), ("rotate", (33,), {"center": (3, 4), "fill": (7,) if grey else 7}),
             ("rotate", (30,), {"interpolation": "bilinear", "fill": fill0}),
             ("rotate", (200,), {"interpolation": "bilinear", "expand": True, "fill": (9,) if grey else 9}),
             # Paddle's PIL affine/perspective drop `fill` (it lands on PIL's fill flag), so compare with fill=0

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from pdx.vision.transforms import _functional as F
-from pdx.vision.transforms._image import apply, cast_like, check_image, check_interpolation, fill_values, is_jax
+from pdx.vision.transforms._image import (apply, cast_like, check_image, check_interpolation, fill_values,
+                                          image_size, is_jax)
 
 __all__ = ["hflip", "vflip", "crop", "center_crop", "pad", "resize", "rotate", "affine", "perspective", "erase"]
 
@@ -131,10 +132,19 @@ def _warp(arr: np.ndarray, out_hw, src_fn, interpolation: str, fill, fixed_affin
     """Sample `arr` (H, W[, C]) at `src_fn(x, y)` for each output pixel centre (x, y)."""
     squeeze = arr.ndim == 2
     a = arr[:, :, None] if squeeze else arr
-    h, w, c = a.shape
     oh, ow = out_hw
-    fillv = fill_values(fill, c)
+    fillv = fill_values(fill, a.shape[2])
     ys, xs = np.meshgrid(np.arange(oh, dtype=np.float64), np.arange(ow, dtype=np.float64), indexing="ij")
+    with np.errstate(divide="ignore", invalid="ignore"):  # degenerate perspective maps: nan/inf land outside
+        out, inside = _sample(a, xs, ys, src_fn, interpolation, fixed_affine)
+    out = np.where(inside[..., None], out, fillv)
+    out = cast_like(out, arr.dtype)
+    return out[:, :, 0] if squeeze else out
+
+
+def _sample(a, xs, ys, src_fn, interpolation, fixed_affine):
+    """Values of `a` (H, W, C) at the output pixel centres, and which centres map inside it."""
+    h, w = a.shape[:2]
     if interpolation == "nearest":
         if fixed_affine is not None:
             # 16.16 fixed-point grid, PIL's nearest-neighbour affine sampler
@@ -166,11 +176,9 @@ def _warp(arr: np.ndarray, out_hw, src_fn, interpolation: str, fill, fixed_affin
             yy = np.clip(y0i + oy, 0, h - 1)
             rows.append(kernel([af[yy, np.clip(x0i + ox, 0, w - 1)] for ox in offsets], dx))
         out = kernel(rows, dy)
-        if np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(a.dtype, np.integer):
             out = np.floor(out)  # PIL truncates the filtered value
-    out = np.where(inside[..., None], out, fillv)
-    out = cast_like(out, arr.dtype)
-    return out[:, :, 0] if squeeze else out
+    return out, inside
 
 
 def _linear(v, d):
@@ -270,6 +278,14 @@ def rotate(img, angle, interpolation: str = "nearest", expand: bool = False, cen
     def pil_fn(p):
         return p.rotate(angle, _PIL_FILTER[interpolation], expand, None if center is None else tuple(center),
                         fillcolor=_pil_fill(fill, p))
+
+    turns = {0.0: 0, 90.0: 1, 180.0: 2, 270.0: 3}.get(float(angle) % 360.0)
+    if turns is not None and center is None:
+        # whole quarter turns are exact transposes (PIL: when the size allows, i.e. square or expanding)
+        check_image(img, "rotate")
+        w, h = image_size(img)
+        if turns % 2 == 0 or expand or w == h:
+            return apply(img, "rotate", lambda a: np.ascontiguousarray(np.rot90(a, turns)), pil_fn)
 
     return _warp_image(img, "rotate", lambda w, h: _rotate_matrix(w, h, angle, expand, center),
                        interpolation, fill, pil_fn)
