@@ -179,6 +179,17 @@ def test_deterministic_transforms_match_paddle(PT, images):
     img, label = T.Pad(1, keys=("image", "label"))((images[0], 3))
     assert img.shape == (15, 19, 3) and label == 3
 
+    class FlipWithBoxes(T.BaseTransform):  # Paddle dispatches every key to _apply_<key>
+        def _apply_image(self, img):
+            return TF.hflip(img)
+
+        def _apply_boxes(self, boxes):
+            return np.stack([17 - boxes[:, 2], boxes[:, 1], 17 - boxes[:, 0], boxes[:, 3]], 1)
+
+    img, boxes, label = FlipWithBoxes(keys=("image", "boxes", "label"))((images[0], np.array([[1, 2, 5, 6]]), 7))
+    assert boxes.tolist() == [[12, 2, 16, 6]] and label == 7
+    np.testing.assert_array_equal(img, images[0][:, ::-1])
+
 
 def test_random_transforms_with_pinned_randomness_match_paddle(PF, images, route):
     for a in images[:2]:
@@ -266,6 +277,7 @@ def test_bad_arguments_name_the_argument(images):
         (ValueError, "brightness_factor", lambda: TF.adjust_brightness(a, -1)),
         (ValueError, "hue_factor", lambda: TF.adjust_hue(a, 0.6)),
         (ValueError, "keys", lambda: T.Grayscale(keys="image")),
+        (ValueError, "keys", lambda: T.Pad(1, keys=("image", "lable"))),
         (ValueError, "num_output_channels", lambda: TF.to_grayscale(a, 2)),
         (ValueError, "degrees", lambda: T.RandomRotation(-5)),
         (ValueError, "translate", lambda: T.RandomAffine(10, translate=(2, 0))),

@@ -28,15 +28,22 @@ __all__ = ["BaseTransform", "Compose", "ToTensor", "Normalize", "Resize", "Cente
            "RandomHorizontalFlip"]
 
 
+# field kinds of Paddle's transforms (a "label" passes through)
+_KEY_KINDS = ("image", "boxes", "mask", "coords", "label")
+
+
 class BaseTransform:
     """Base class of transforms (Paddle's `paddle.vision.transforms.BaseTransform`).
 
-    A subclass implements `_apply_image(img)`. Called on a tuple, the
-    transform applies to the fields named by `keys` (only "image" fields are
-    transformed; other keys pass through) and returns the rest unchanged.
+    A subclass implements `_apply_image(img)` (and, as in Paddle,
+    `_apply_boxes`, `_apply_mask`, `_apply_coords` or `_apply_<kind>` for
+    other kinds). Called on a tuple, field i goes to `_apply_<keys[i]>`;
+    kinds the transform has no method for (a "label", say) and fields past
+    `keys` pass through unchanged.
 
     Args:
-      keys: per-field input kinds, default `("image",)`.
+      keys: per-field input kinds, default `("image",)`: "image", "boxes",
+        "mask", "coords", "label", or a kind with an `_apply_<kind>` method.
 
     Example:
       >>> import numpy as np
@@ -52,17 +59,23 @@ class BaseTransform:
             keys = ("image",)
         elif isinstance(keys, str) or not isinstance(keys, Sequence):
             raise ValueError(f"keys must be a sequence of strings such as ('image', 'label'); got keys={keys!r}.")
+        for k in keys:
+            if not isinstance(k, str) or (k not in _KEY_KINDS and not callable(getattr(self, f"_apply_{k}", None))):
+                raise ValueError(f"keys entries must be one of {list(_KEY_KINDS)} or a kind that "
+                                 f"{type(self).__name__} has an _apply_<kind> method for; got {k!r} in keys={keys!r}.")
         self.keys = tuple(keys)
 
     def _apply_image(self, img):
         raise NotImplementedError(f"{type(self).__name__} must implement _apply_image(img).")
 
+    def _apply(self, key: str, x):
+        fn = getattr(self, f"_apply_{key}", None)
+        return x if fn is None else fn(x)
+
     def __call__(self, inputs):
         if not isinstance(inputs, tuple):
-            return self._apply_image(inputs) if self.keys[0] == "image" else inputs
-        out = [self._apply_image(x) if i < len(self.keys) and self.keys[i] == "image" else x
-               for i, x in enumerate(inputs)]
-        return tuple(out)
+            return self._apply(self.keys[0], inputs)
+        return tuple(self._apply(self.keys[i], x) if i < len(self.keys) else x for i, x in enumerate(inputs))
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "keys")
