@@ -284,6 +284,7 @@ def test_bad_arguments_name_the_argument(images):
         (ValueError, "scale", lambda: TF.affine(a, 0, (0, 0), -1.0, 0)),
         (ValueError, "interpolation", lambda: TF.rotate(a, 30, interpolation="cubic")),
         (ValueError, "value", lambda: T.RandomErasing(value="noise")),
+        (ValueError, "value", lambda: T.RandomErasing(prob=1.0, value=(1, 2, 3))(images[1])),
         (ValueError, "prob", lambda: T.RandomPerspective(prob=2)),
         (ValueError, "size", lambda: T.RandomResizedCrop(0)),
         (ValueError, "order", lambda: T.Transpose((0, 0, 1))),

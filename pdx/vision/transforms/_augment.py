@@ -568,6 +568,9 @@ class RandomErasing(BaseTransform):
         else:
             h, w = img.shape[:2]
             c = img.shape[2] if img.ndim == 3 else 1
+        if isinstance(self.value, (list, tuple)) and len(self.value) not in (1, c):
+            raise ValueError(f"RandomErasing(value) has {len(self.value)} values but the image has {c} channels; "
+                             f"pass one value or one per channel (value={self.value!r}).")
         log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
         for _ in range(10):
             area = rng.uniform(*self.scale) * h * w
