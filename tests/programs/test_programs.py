@@ -69,6 +69,8 @@ RULES = [
     ("README 3: 32-bit default integers", re.compile(r"^.*int32.*$"), lambda m: m.group(0).replace("int32", "int64")),
     ("README 4: explicit key= under jit", re.compile(r"^.*, key=[\w.\[\]()]+.*$"),
      lambda m: re.sub(r", key=[\w.\[\]()]+", "", m.group(0))),
+    ("pdx/vision/transforms/README.md: ToTensor returns a numpy array",
+     re.compile(r"^(\s*)(\w+) = paddle\.to_tensor\((\w+\(.*\))\)$"), lambda m: f"{m.group(1)}{m.group(2)} = {m.group(3)}"),
     ("pdx/sparse/README.md: sparse Tensor methods are functions of pdx.sparse",
      re.compile(r"^.*paddle\.sparse\.(%s)\(\w+\).*$" % _SPARSE_METHODS),
      lambda m: re.sub(r"paddle\.sparse\.(%s)\((\w+)\)" % _SPARSE_METHODS, r"\2.\1()", m.group(0))),
