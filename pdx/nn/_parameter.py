@@ -175,3 +175,20 @@ class ParameterDict(_ParamContainer):
 # Paddle's `nn.Parameter` is its parameter type; pdx's is flax's nnx.Param (metadata such as
 # trainable=False rides along as keywords): `pdx.nn.Parameter(jnp.ones(3))`.
 Parameter = nnx.Param
+
+
+def _get_trainable(self) -> bool:
+    return bool(self.get_metadata().get("trainable", True))
+
+
+def _set_trainable(self, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"Parameter.trainable must be True or False; got {value!r}")
+    self.set_metadata(trainable=bool(value))
+
+
+# Paddle's `param.trainable`: read it, or set it to False to freeze a parameter (pdx.value_and_grad
+# and the optimizers skip it), e.g. `for p in backbone.parameters(): p.trainable = False`.
+nnx.Param.trainable = property(_get_trainable, _set_trainable,
+                               doc="Whether gradients and optimizer updates reach this parameter (Paddle's "
+                                   "`Parameter.trainable`); stored as the Variable's `trainable` metadata.")
