@@ -41,6 +41,9 @@ SPECS = {
                         "documented": {"eval_loss": EVAL_LOSS}, "known": {"param_names": SHARED_NAMES}},
     "seq2seq": {"known": {"param_names": SHARED_NAMES}},
     "sparse": {"max_changed": 12},  # every sparse Tensor method call becomes a pdx.sparse function
+    # 32 Adam steps at lr 0.05 into saturated sigmoids: after 8 steps pdx and paddle agree to 1e-6,
+    # after 32 float32 rounding has grown to ~1e-3
+    "hapi_callbacks": {"rtol": 5e-3, "atol": 1e-3},
     "graph": {"rtol": 1e-4, "atol": 1e-4},
     "linalg": {"rtol": 2e-4, "atol": 1e-4},
     "fft": {"rtol": 1e-4, "atol": 1e-4},
