@@ -6,8 +6,9 @@ type, so ported code calls them eagerly and under `jax.jit` / `pdx.jit`,
 `jax.grad` and `jax.vmap` alike. The rules:
 
 * **Only adding names.** A Paddle method JAX's arrays lack is added: as the pdx
-  top-level op of the same name (`x.unsqueeze(0)` is `pdx.unsqueeze(x, 0)`),
-  looked up when `register()` runs, so an op added to pdx later is picked up by
+  top-level op of the same name (`x.unsqueeze(0)` is `pdx.unsqueeze(x, 0)`) or,
+  failing that, the function of that name in `pdx.linalg` / `pdx.signal`
+  (`x.cond()` is `pdx.linalg.cond(x)`), looked up when `register()` runs, so an op added to pdx later is picked up by
   calling `register()` again; or from the table of special cases below
   (`numpy`, `cpu`, `cuda`, dtype shortcuts such as `x.float()`, properties such
   as `stop_gradient`, Paddle's aliases such as `mul`, `clamp`, `permute`).
@@ -688,12 +689,27 @@ def _is_op(obj) -> bool:
     return callable(obj) and not isinstance(obj, (type, types.ModuleType))
 
 
-def _op_method(name: str, op_name: str):
+def _op_method(name: str, op_name: str, namespace: str | None = None):
     def method(self, *args, **kwargs):
-        return getattr(_PDX, op_name)(self, *args, **kwargs)
+        where = _PDX if namespace is None else getattr(_PDX, namespace)
+        return getattr(where, op_name)(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"Paddle's `Tensor.{name}`: `pdx.{op_name}(x, ...)`."
+    qualified = op_name if namespace is None else f"{namespace}.{op_name}"
+    method.__doc__ = f"Paddle's `Tensor.{name}`: `pdx.{qualified}(x, ...)`."
     return method
+
+
+# Paddle namespaces whose functions are Tensor methods too (x.cond() is paddle.linalg.cond(x),
+# x.stft() is paddle.signal.stft(x)), searched after pdx's top level.
+_NAMESPACES = ("linalg", "signal")
+
+
+def _namespace_of(pdx, name: str) -> str | None:
+    for ns in _NAMESPACES:
+        module = getattr(pdx, ns, None)
+        if isinstance(module, types.ModuleType) and _is_op(getattr(module, name, None)):
+            return ns
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -723,6 +739,8 @@ def _plan(pdx) -> dict[str, tuple[str, Any]]:
             plan[name] = specials[name]
         elif name not in _NOT_METHODS and _is_op(getattr(pdx, name, None)):
             plan[name] = (IMPLEMENTED, _op_method(name, name))
+        elif name not in _NOT_METHODS and (ns := _namespace_of(pdx, name)) is not None:
+            plan[name] = (IMPLEMENTED, _op_method(name, name, ns))
         elif name in _ALIASES and _is_op(getattr(pdx, _ALIASES[name], None)):
             plan[name] = (ALIAS, _op_method(name, _ALIASES[name]))
     return plan
