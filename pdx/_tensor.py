@@ -516,6 +516,11 @@ def _shape_list(shape):
     return [int(s) for s in shape]
 
 
+def _split_with_sizes(self, split_sizes, dim=0):
+    """Paddle's `Tensor.split_with_sizes(split_sizes, dim=0)`: `pdx.split(x, split_sizes, axis=dim)`."""
+    return _PDX.split(self, list(split_sizes), axis=dim)
+
+
 def _apply(self, func):
     """Paddle's `Tensor.apply(func)`: `func(x)`."""
     return func(self)
@@ -609,7 +614,10 @@ def _specials() -> dict[str, _Special]:
         "is_complex": _is_complex, "is_integer": _is_integer, "is_empty": _is_empty,
         "is_same_shape": _is_same_shape, "type_as": _type_as, "view_as": _view_as,
         "new_zeros": _new(0), "new_ones": _new(1), "new_empty": _new(0), "new_full": _new(None),
-        "apply": _apply, "get_device": _get_device,
+        "apply": _apply, "get_device": _get_device, "split_with_sizes": _split_with_sizes,
+        "is_dense": lambda self: True, "is_sparse": lambda self: False,
+        "is_sparse_coo": lambda self: False, "is_sparse_csr": lambda self: False,
+        "is_dist": lambda self: False, "is_selected_rows": lambda self: False,
         "clear_grad": _noop, "clear_gradient": _noop, "retain_grads": _noop,
         "backward": _raise_no_tape("backward"), "gradient": _raise_no_tape("gradient"),
         "register_hook": _raise_no_tape("register_hook"), "set_value": _set_value,

@@ -164,7 +164,10 @@ CASES = [
     ("take_along_axis", X3, (A(np.zeros((2, 1, 4), np.int64)), 1), {}), ("scatter", X, (A(np.array([1])), A(Y[:1])), {}),
     ("put_along_axis", X, (A(np.array([[0], [1]])), 9.0, 1), {}), ("nan_to_num", X, (), {}),
     ("masked_select", X, (A(XB),), {}), ("is_tensor", X, (), {}), ("cond", SQ, (), {}),
-    ("slogdet", SQ + 2 * np.eye(3, dtype=np.float32), (), {}), ("cov", X, (), {}), ("strided_slice", X3, ([2], [0], [4], [2]), {}),
+    ("slogdet", SQ + 2 * np.eye(3, dtype=np.float32), (), {}), ("cov", X, (), {}),
+    ("split_with_sizes", X3, ([1, 3], 2), {}), ("is_dense", X, (), {}), ("is_sparse", X, (), {}),
+    ("is_sparse_coo", X, (), {}), ("is_sparse_csr", X, (), {}), ("is_dist", X, (), {}),
+    ("is_selected_rows", X, (), {}), ("strided_slice", X3, ([2], [0], [4], [2]), {}),
 ]
 
 # Paddle calls whose result is random or a Paddle object pdx does not reproduce.
