@@ -91,12 +91,8 @@ _INPLACE_REASON = ("in-place: pdx tensors are immutable jax.Arrays; use the func
 # The one table of deliberate differences: full paddle name -> why pdx differs.
 DIFFERENCES: dict[str, str] = {
     "paddle.enable_static": "pdx has one mode: eager ops, compiled on request with pdx.jit; raises and says so",
-    "paddle.Tensor.backward": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad; raises and says so",
-    "paddle.Tensor.grad": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad",
-    "paddle.Tensor.gradient": "no tape: gradients are returned by pdx.grad / pdx.value_and_grad",
     "paddle.Tensor.clear_grad": "no tape: nothing stores gradients",
     "paddle.Tensor.clear_gradient": "no tape: nothing stores gradients",
-    "paddle.Tensor.register_hook": "no tape: transform gradients in the function passed to pdx.grad",
     "paddle.Event": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
     "paddle.Stream": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
     "paddle.device.Event": "XLA schedules work on its own streams; there are no user streams or events (jax.block_until_ready / pdx.device.synchronize wait)",
@@ -122,6 +118,52 @@ DIFFERENCES: dict[str, str] = {
     "paddle.enable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
     "paddle.disable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
     "paddle.DataParallel": "data parallelism is a sharding of the batch over a mesh: pdx.parallel.HybridConfig(dp_degree=...) with pdx.jit; no wrapper layer",
+    "paddle.Tensor.block":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.create_tensor":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.get_map_tensor":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.get_selected_rows":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.get_tensor":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.rows":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.set_string_list":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.set_tensor":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.set_vocab":
+        "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
+    "paddle.Tensor.coalesce":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.coalesce(x))",
+    "paddle.Tensor.cols":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.cols(x))",
+    "paddle.Tensor.crows":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.crows(x))",
+    "paddle.Tensor.indices":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.indices(x))",
+    "paddle.Tensor.is_coalesced":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.is_coalesced(x))",
+    "paddle.Tensor.nnz":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.nnz(x))",
+    "paddle.Tensor.values":
+        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.values(x))",
+    "paddle.Tensor.num_shard":
+        "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
+    "paddle.Tensor.placements":
+        "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
+    "paddle.Tensor.process_mesh":
+        "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
+    "paddle.Tensor.layout":
+        "jax arrays have no data-layout tag; layers take data_format= (NCHW/NHWC) as in Paddle",
+    "paddle.Tensor.name":
+        "jax arrays carry no names; name arguments of ops are accepted and ignored",
+    "paddle.Tensor.type":
+        "Paddle's VarType tag; every pdx tensor is a dense jax.Array (check x.dtype / isinstance(x, pdx.Tensor))",
+    "paddle.Tensor.top_p_sampling":
+        "a fused GPU decoding kernel; pdx.models.llama.generate does top-p sampling (top_p=)",
     "paddle.linalg.fp8_fp8_half_gemm_fused": "a CUDA-only fused FP8 GEMM kernel; use pdx.matmul on fp8-cast inputs",
 }
 
@@ -169,24 +211,23 @@ def _tensor_names(paddle) -> list[str]:
 
 def _pdx_lookup(pdx_name: str):
     """name -> object for the pdx side (None for a module pdx does not have)."""
-    if pdx_name == "jax.Array":
-        import jax.numpy as jnp
-
-        import pdx  # noqa: F401  (registers the Tensor methods)
-
-        sample = jnp.zeros((2, 2))
-
-        def has(n):
-            try:
-                return getattr(sample, n)
-            except Exception:  # a property that raises (e.g. .grad) still exists
-                return True if n in dir(type(sample)) else None
-        return has
     try:
         module = importlib.import_module(pdx_name)
     except ImportError:
         return None
     return lambda n: getattr(module, n) if hasattr(module, n) else None
+
+
+def _tensor_entry(n: str, registered: dict, reasons: dict) -> Entry:
+    """A paddle.Tensor method's status from pdx's Tensor-method registry (pdx._tensor)."""
+    status = registered.get(n)
+    if status in ("implemented", "extended", "jax"):
+        return Entry("implemented")
+    if status in ("alias", "in-place"):
+        return Entry(status, _INPLACE_REASON if status == "in-place" else "")
+    if status == "different":
+        return Entry("different", reasons.get(n, ""))
+    return Entry("missing")
 
 
 def _is_alias(obj, name: str) -> bool:
@@ -197,10 +238,14 @@ def _is_alias(obj, name: str) -> bool:
 
 def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
     if paddle_name == "paddle.Tensor":
-        names, paddle_module = _tensor_names(paddle), None
-    else:
-        paddle_module = importlib.import_module(paddle_name)
-        names = _public_names(paddle_name, paddle_module)
+        from pdx import _tensor
+
+        registered, reasons = _tensor.registered_methods(), _tensor.differences()
+        return ModuleReport(paddle_name, pdx_name, {
+            n: Entry("different", DIFFERENCES[f"paddle.Tensor.{n}"]) if f"paddle.Tensor.{n}" in DIFFERENCES
+            else _tensor_entry(n, registered, reasons) for n in _tensor_names(paddle)})
+    paddle_module = importlib.import_module(paddle_name)
+    names = _public_names(paddle_name, paddle_module)
     lookup = _pdx_lookup(pdx_name)
     entries = {}
     for n in names:

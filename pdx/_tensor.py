@@ -599,6 +599,44 @@ def _cast_method(name, dtype):
     return method
 
 
+def _strides(self):
+    """Element strides of the row-major layout every jax.Array has (Paddle's `x.strides`)."""
+    out, step = [], 1
+    for d in reversed(self.shape):
+        out.append(step)
+        step *= int(d)
+    return out[::-1]
+
+
+def _stride(self, dim=None):
+    strides = _strides(self)
+    return strides if dim is None else strides[dim]
+
+
+def _data_ptr(self):
+    """Address of the array's device buffer (jax's `unsafe_buffer_pointer`)."""
+    return self.unsafe_buffer_pointer()
+
+
+def _to_sparse_coo(self, sparse_dim):
+    from pdx import sparse
+
+    return sparse.to_sparse_coo(self, sparse_dim)
+
+
+def _to_sparse_csr(self):
+    from pdx import sparse
+
+    return sparse.to_sparse_csr(self)
+
+
+def _fill_diagonal_tensor(self, y, offset=0, dim1=0, dim2=1, name=None):
+    """Paddle's `x.fill_diagonal_tensor(y, offset, dim1, dim2)`: x with the diagonal replaced by y."""
+    from pdx.ops import diagonal_scatter
+
+    return diagonal_scatter(self, y, offset=offset, axis1=dim1, axis2=dim2)
+
+
 class _Special(NamedTuple):
     status: str
     attr: Any  # a function (a method) or a property
@@ -621,6 +659,10 @@ def _specials() -> dict[str, _Special]:
         "clear_grad": _noop, "clear_gradient": _noop, "retain_grads": _noop,
         "backward": _raise_no_tape("backward"), "gradient": _raise_no_tape("gradient"),
         "register_hook": _raise_no_tape("register_hook"), "set_value": _set_value,
+        "value": _identity, "to_dense": _identity, "data_ptr": _data_ptr, "stride": _stride,
+        "get_strides": _strides, "dense_dim": _dim, "sparse_dim": lambda self: 0,
+        "to_sparse_coo": _to_sparse_coo, "to_sparse_csr": _to_sparse_csr,
+        "fill_diagonal_tensor": _fill_diagonal_tensor,
     }
     out = {name: _Special(IMPLEMENTED, f) for name, f in m.items()}
     out.update({name: _Special(IMPLEMENTED, _cast_method(name, dt)) for name, dt in _CASTS.items()})
@@ -635,6 +677,10 @@ def _specials() -> dict[str, _Special]:
         "place": property(_place, doc=_place.__doc__),
         "is_cuda": property(_is_cuda, doc=_is_cuda.__doc__),
         "grad": property(_grad_property, doc="Raises: " + _NO_TAPE),
+        "data": property(lambda self: self, doc="The tensor itself (Paddle's legacy `x.data`)."),
+        "strides": property(_strides, doc=_strides.__doc__),
+        "offset": property(lambda self: 0, doc="Always 0: a jax.Array starts at its buffer."),
+        "inplace_version": property(lambda self: 0, doc="Always 0: pdx tensors are never changed in place."),
     }
     out.update({name: _Special(IMPLEMENTED, p) for name, p in props.items()})
     for name in ("backward", "gradient", "register_hook", "set_value", "grad"):

@@ -461,3 +461,23 @@ def test_adapter_assumptions():
         assert issubclass(cls, core.Tracer), cls
         for klass in cls.__mro__[: cls.__mro__.index(core.Tracer)]:
             assert not names & set(vars(klass)), (klass, names & set(vars(klass)))
+
+
+def test_layout_and_identity_methods_match_paddle(paddle):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x, px = jnp.asarray(a), paddle.to_tensor(a)
+    assert x.strides == list(px.strides) and x.stride() == list(px.stride()) and x.stride(1) == px.stride()[1]
+    assert x.get_strides() == list(px.get_strides()) and x.offset == px.offset == 0
+    assert x.dense_dim() == px.dense_dim() and x.sparse_dim() == px.sparse_dim()
+    assert x.data is x and x.value() is x and x.to_dense() is x and x.inplace_version == px.inplace_version
+    assert isinstance(x.data_ptr(), int) and x.data_ptr() > 0
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.full((3,), -1.0, np.float32)
+    for offset in (0, 1, -1):
+        want = paddle.to_tensor(m).fill_diagonal_tensor(paddle.to_tensor(y[:3 - abs(offset)] if offset < 0 else y),
+                                                        offset=offset).numpy()
+        got = jnp.asarray(m).fill_diagonal_tensor(jnp.asarray(y[:3 - abs(offset)] if offset < 0 else y), offset=offset)
+        np.testing.assert_array_equal(np.asarray(got), want)
+    coo = jnp.asarray(m).to_sparse_coo(2)
+    np.testing.assert_array_equal(np.asarray(coo.todense()), paddle.to_tensor(m).to_sparse_coo(2).to_dense().numpy())
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(m).to_sparse_csr().todense()), m)
