@@ -98,6 +98,7 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
       A function with func's signature returning `(value, grads)`; grads is a
       single gradient for an int argnums and a tuple for a sequence.
     """
+    _check_function(func, "value_and_grad")
     fname = f"pdx.value_and_grad({getattr(func, '__name__', func)})"
 
     def wrapper(*args, **kwargs):
@@ -157,6 +158,19 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
     return wrapper
 
 
+_TAPE_FORM = (
+    "pdx.{op}(func, ...) differentiates a function: pdx has no tape, so Paddle's "
+    "paddle.grad(outputs, inputs) form cannot work; got {what} as `func`. Write the computation "
+    "as a function of the inputs and call pdx.{op}(func)(inputs), e.g. "
+    "`loss, grads = pdx.value_and_grad(lambda m, x: loss_fn(m(x)))(model, x)`."
+)
+
+
+def _check_function(func, op: str) -> None:
+    if not callable(func) or hasattr(func, "shape"):
+        raise TypeError(_TAPE_FORM.format(op=op, what=f"a {type(func).__name__}"))
+
+
 def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """Like `value_and_grad` but returns only the gradients (and aux if has_aux).
 
@@ -167,6 +181,7 @@ def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         >>> g["weight"].shape
         (2, 1)
     """
+    _check_function(func, "grad")
     vg = value_and_grad(func, argnums, has_aux)
 
     def wrapper(*args, **kwargs):

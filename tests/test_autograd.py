@@ -64,3 +64,15 @@ def test_non_scalar_loss_is_a_clear_error():
         pdx.grad(lambda m, x: m(x))(net, jnp.ones((2, 3)))
     with pytest.raises(ValueError, match="argnums"):
         pdx.grad(lambda m: m(jnp.ones((1, 3))).sum(), argnums=3)(net)
+
+
+def test_paddle_tape_form_names_the_pdx_way():
+    import jax.numpy as jnp
+    import pytest
+
+    import pdx
+
+    x = jnp.ones(2)
+    for fn in (pdx.grad, pdx.value_and_grad):
+        with pytest.raises(TypeError, match=r"no tape(.|\n)*value_and_grad"):
+            fn(x * 2, x)
