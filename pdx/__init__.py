@@ -35,7 +35,7 @@ from pdx import (
     utils,
     version,
 )
-from pdx._autocast import (
+from pdx.amp import (
     autocast,
     get_autocast_cpu_dtype,
     get_autocast_dtype,

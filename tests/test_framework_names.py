@@ -108,3 +108,9 @@ def test_nn_functional_names_at_top_level():
 
     for name in ("conv1d", "conv2d", "conv3d", "layer_norm", "group_norm", "adaptive_avg_pool1d"):
         assert getattr(pdx, name) is getattr(F, name)
+
+
+def test_amp_capability_queries_match_paddle_on_cpu(paddle):
+    assert pdx.amp.is_bfloat16_supported("cpu") is paddle.amp.is_bfloat16_supported("cpu") is True
+    assert pdx.amp.is_float16_supported("cpu") is paddle.amp.is_float16_supported("cpu") is False
+    assert pdx.amp.is_autocast_enabled is pdx.is_autocast_enabled

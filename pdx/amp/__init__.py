@@ -6,6 +6,13 @@ weights in the optimizer; `GradScaler` is dynamic loss scaling whose state
 (`LossScaleState`) lives in `pdx.TrainState`.
 """
 
+from pdx.amp._autocast import autocast
+from pdx.amp._autocast import get_autocast_cpu_dtype
+from pdx.amp._autocast import get_autocast_dtype
+from pdx.amp._autocast import get_autocast_gpu_dtype
+from pdx.amp._autocast import is_autocast_enabled
+from pdx.amp._autocast import is_bfloat16_supported
+from pdx.amp._autocast import is_float16_supported
 from pdx.amp._policy import AmpPolicy
 from pdx.amp._policy import amp_guard
 from pdx.amp._policy import auto_cast
@@ -16,6 +23,13 @@ from pdx.amp._grad_scaler import LossScaleState
 from pdx.amp._decorate import decorate
 
 __all__ = [
+    "autocast",
+    "get_autocast_cpu_dtype",
+    "get_autocast_dtype",
+    "get_autocast_gpu_dtype",
+    "is_autocast_enabled",
+    "is_bfloat16_supported",
+    "is_float16_supported",
     "AmpPolicy",
     "AmpScaler",
     "GradScaler",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pdx.amp import auto_cast, current_policy
+from pdx.amp._policy import auto_cast, current_policy
 
 __all__ = ["autocast", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
-           "is_autocast_enabled"]
+           "is_autocast_enabled", "is_bfloat16_supported", "is_float16_supported"]
 
 
 def autocast(device_type=None, dtype="float16", enabled=True, cache_enabled=True):
@@ -97,3 +97,37 @@ def get_autocast_gpu_dtype(device_type=None):
       'float16'
     """
     return get_autocast_dtype()
+
+
+def _platform(device) -> str:
+    import jax
+
+    if device is None:
+        return jax.devices()[0].platform
+    name = str(device).split(":")[0].lower()
+    return {"cuda": "gpu"}.get(name, name)
+
+
+def is_bfloat16_supported(device=None) -> bool:
+    """Whether bfloat16 mixed precision runs on `device` (default: JAX's default backend).
+
+    XLA computes bfloat16 on CPUs, GPUs and TPUs alike, so this is True wherever JAX runs.
+
+    Example:
+      >>> import pdx
+      >>> pdx.amp.is_bfloat16_supported()
+      True
+    """
+    return _platform(device) in ("cpu", "gpu", "tpu")
+
+
+def is_float16_supported(device=None) -> bool:
+    """Whether float16 mixed precision is worth running on `device`: True on GPUs and TPUs,
+    False on CPUs (as Paddle answers there: CPUs have no float16 arithmetic, XLA would emulate it).
+
+    Example:
+      >>> import pdx
+      >>> pdx.amp.is_float16_supported("cpu")
+      False
+    """
+    return _platform(device) in ("gpu", "tpu")
