@@ -153,3 +153,7 @@ __all__ = [
 # Last, after every op above exists: Paddle's Tensor methods on jax.Array
 # (PDX_TENSOR_METHODS=0 turns this off; see pdx/_tensor.py).
 _tensor.register()
+if _tensor.enabled():
+    from pdx.sparse import _methods as _sparse_methods
+
+    _sparse_methods.register()  # Paddle's sparse Tensor methods on BCOO / BCSR

@@ -3,9 +3,11 @@
 COO tensors are `BCOO`, CSR tensors `BCSR` (2-D, or 3-D batched); Paddle's
 argument layout is kept (`sparse_coo_tensor(indices [sparse_dim, nnz],
 values, shape)`, `sparse_csr_tensor(crows, cols, values, shape)`). Paddle's
-Tensor methods on sparse tensors are functions here: `to_dense(x)`,
-`to_sparse_coo(x, sparse_dim)`, `to_sparse_csr(x)`, `indices(x)`,
-`values(x)`, `crows(x)`, `cols(x)`, `nnz(x)`, `is_sparse*(x)`.
+sparse Tensor methods work on them (`sp.to_dense()`, `sp.values()`,
+`sp.crows()`, `sp.cols()`, `sp.nnz()`, `sp.coalesce()`, `sp.is_sparse_coo()`,
+`sp.to_sparse_csr()`, ...) and as functions (`pdx.sparse.to_dense(sp)`);
+`indices` is jax's field on BCOO, so Paddle's `sp.indices()` is
+`pdx.sparse.indices(sp)`.
 
 Eagerly every result stores exactly Paddle's entries; under jit, ops whose
 number of entries depends on the data keep a static upper bound with padding

@@ -128,12 +128,14 @@ def coalesced(coo: BCOO) -> BCOO:
     keys = host_keys(idx[pos], sparse_shape)
     uniq, inv = np.unique(keys, return_inverse=True)
     if uniq.shape[0] == keys.shape[0] and pos.shape[0] == coo.nse and (np.diff(keys) > 0).all():
-        return coo  # already sorted and unique
+        # already sorted and unique: say so (Paddle's is_coalesced() is True after coalesce())
+        return BCOO((coo.data, coo.indices), shape=coo.shape, indices_sorted=True, unique_indices=True)
     new_idx = np.stack(np.unravel_index(uniq, sparse_shape), axis=1) if coo.n_sparse \
         else np.zeros((uniq.shape[0], 0), np.int64)
     data = _gather_segment_sum(coo.data, jnp.asarray(pos, jnp.int32), jnp.asarray(inv.reshape(-1), jnp.int32),
                                n=int(uniq.shape[0]))
-    return BCOO((data, jnp.asarray(new_idx, index_dtype())), shape=coo.shape)
+    return BCOO((data, jnp.asarray(new_idx, index_dtype())), shape=coo.shape, indices_sorted=True,
+                unique_indices=True)
 
 
 def with_format(coo: BCOO, target: str, op: str):

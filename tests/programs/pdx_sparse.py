@@ -17,20 +17,20 @@ try:
 except RuntimeError:  # paddle's CPU build has no COO @ dense kernel: the same product densely
     product = paddle.matmul(sp.to_dense(), dense)
 total = paddle.sparse.add(sp, sp2)
-csr = paddle.sparse.to_sparse_csr(sp)
+csr = sp.to_sparse_csr()
 soft = paddle.sparse.nn.functional.softmax(csr)
 relu = paddle.sparse.nn.functional.relu(sp)
 print(json.dumps({
-    "is_sparse": [paddle.sparse.is_sparse_coo(sp), paddle.sparse.is_sparse_csr(csr)],
-    "nnz": int(paddle.sparse.nnz(sp)),
+    "is_sparse": [sp.is_sparse_coo(), csr.is_sparse_csr()],
+    "nnz": int(sp.nnz()),
     "shape": list(sp.shape),
     "indices": paddle.sparse.indices(sp).numpy().tolist(),
-    "values": paddle.sparse.values(sp).numpy().tolist(),
-    "dense": paddle.sparse.to_dense(sp).numpy().tolist(),
+    "values": sp.values().numpy().tolist(),
+    "dense": sp.to_dense().numpy().tolist(),
     "matmul": product.numpy().tolist(),
-    "add": paddle.sparse.to_dense(total).numpy().tolist(),
-    "crows": paddle.sparse.crows(csr).numpy().tolist(),
-    "cols": paddle.sparse.cols(csr).numpy().tolist(),
-    "softmax": paddle.sparse.to_dense(soft).numpy().tolist(),
-    "relu": paddle.sparse.to_dense(relu).numpy().tolist(),
+    "add": total.to_dense().numpy().tolist(),
+    "crows": csr.crows().numpy().tolist(),
+    "cols": csr.cols().numpy().tolist(),
+    "softmax": soft.to_dense().numpy().tolist(),
+    "relu": relu.to_dense().numpy().tolist(),
 }))
