@@ -136,20 +136,8 @@ DIFFERENCES: dict[str, str] = {
         "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
     "paddle.Tensor.set_vocab":
         "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
-    "paddle.Tensor.coalesce":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.coalesce(x))",
-    "paddle.Tensor.cols":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.cols(x))",
-    "paddle.Tensor.crows":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.crows(x))",
     "paddle.Tensor.indices":
         "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.indices(x))",
-    "paddle.Tensor.is_coalesced":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.is_coalesced(x))",
-    "paddle.Tensor.nnz":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.nnz(x))",
-    "paddle.Tensor.values":
-        "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.values(x))",
     "paddle.Tensor.num_shard":
         "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
     "paddle.Tensor.placements":
@@ -227,6 +215,10 @@ def _tensor_entry(n: str, registered: dict, reasons: dict) -> Entry:
         return Entry(status, _INPLACE_REASON if status == "in-place" else "")
     if status == "different":
         return Entry("different", reasons.get(n, ""))
+    from jax.experimental.sparse import BCOO, BCSR
+
+    if callable(getattr(BCOO, n, None)) or callable(getattr(BCSR, n, None)):
+        return Entry("implemented")  # a sparse-tensor method, on pdx's sparse tensors
     return Entry("missing")
 
 
