@@ -173,6 +173,8 @@ CASES = [
 # Paddle calls whose result is random or a Paddle object pdx does not reproduce.
 NOT_COMPARED = {"multinomial", "bernoulli", "place", "grad_fn", "requires_grad", "cuda", "svd_lowrank",
                 "pca_lowrank", "top_p_sampling"}
+# Paddle calls whose values are uninitialized memory: only shape and dtype are compared.
+SHAPE_ONLY = {"new_empty"}
 
 
 def _run_case(paddle, name, x, args, kwargs):
@@ -192,6 +194,10 @@ def test_paddle_forms_match_paddle(paddle):
     for name, x, args, kwargs in CASES:
         try:
             got, want = _run_case(paddle, name, x, args, kwargs)
+            if name in SHAPE_ONLY:
+                got, want = _np(got, paddle), _np(want, paddle)
+                assert (got.shape, got.dtype) == (want.shape, want.dtype), (got.shape, got.dtype, want.shape)
+                continue
             _close(_np(got, paddle), _np(want, paddle), f"x.{name}(*{args!r}, **{kwargs!r})")
         except Exception as e:  # noqa: BLE001  (collected, reported together)
             failures.append(f"x.{name}(*{args!r}, **{kwargs!r}): {type(e).__name__}: {str(e)[:300]}")
