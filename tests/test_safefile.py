@@ -52,9 +52,11 @@ def test_json_depth_counts_outside_strings_and_utf16_is_refused():
     assert json_depth('{"a": "[[[[", "b": [[1]]}') == 3
     with pytest.raises(UnsafeFileError, match="levels deep"):
         load_json(b"[" * 100_000, max_depth=64)
-    deep = ("[" * 500 + "]" * 500).encode("utf-16-le")
+    for enc in ("utf-16-le", "utf-16", "utf-32"):  # json.loads(bytes) would auto-detect these
+        with pytest.raises(UnsafeFileError, match="levels deep|not UTF-8"):
+            load_json(("[" * 500 + "]" * 500).encode(enc))
     with pytest.raises(UnsafeFileError, match="not UTF-8"):
-        load_json(deep)
+        load_json(b'{"a": "\xff"}')
     with pytest.raises(UnsafeFileError, match="not valid JSON"):
         load_json(b'{"a": ')
     assert load_json('{"a": [1, {"b": 2}]}', max_depth=3) == {"a": [1, {"b": 2}]}
