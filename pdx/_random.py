@@ -20,10 +20,10 @@ from __future__ import annotations
 import jax
 from jax._src import core as _jax_core
 
-__all__ = ["seed", "get_rng_state", "set_rng_state", "next_key", "in_trace"]
+__all__ = ["seed", "seed_lazily", "get_rng_state", "set_rng_state", "next_key", "in_trace"]
 
 _DEFAULT_SEED = 0
-_state: dict = {"key": None}
+_state: dict = {"key": None, "first_seed": _DEFAULT_SEED}
 
 _KEY_UNDER_TRACE = (
     "{op}() needs an explicit `key=` when called under a trace (pdx.jit, "
@@ -57,10 +57,27 @@ def seed(value: int) -> jax.Array:
     return _state["key"]
 
 
+def seed_lazily(value: int) -> None:
+    """Make the global generator start from `pdx.seed(value)` at its next use, building no key now.
+
+    DataLoader workers seed pdx this way: a key is a device array, and
+    building one would start a JAX backend in every worker process.
+
+    Example:
+      >>> import pdx
+      >>> seed_lazily(7); a = pdx.rand([2]); _ = pdx.seed(7); b = pdx.rand([2])
+      >>> bool((a == b).all())
+      True
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"seed_lazily(value) needs a non-negative int; got value={value!r}.")
+    _state["key"], _state["first_seed"] = None, value
+
+
 def get_rng_state() -> jax.Array:
     """The current global key (Paddle's `paddle.get_rng_state`)."""
     if _state["key"] is None:
-        seed(_DEFAULT_SEED)
+        seed(_state["first_seed"])
     return _state["key"]
 
 
