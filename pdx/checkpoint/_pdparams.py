@@ -1,136 +1,743 @@
-"""Read Paddle `.pdparams` / `.pdopt` pickles without running their code.
+"""Read Paddle `.pdparams` / `.pdopt` files as data: a parser of the pickle opcode stream.
 
-`paddle.load` unpickles, and a pickle can call any importable function
-(Paddle's SECURITY.md warns about exactly this). Here the unpickler resolves
-only an allow-list of globals that build numpy arrays and plain containers;
-any other global (os.system, subprocess, eval, ...) is refused before it is
-imported, so nothing in the file ever runs.
+`paddle.load` unpickles, and a pickle can call any importable function;
+allow-list unpicklers have been bypassed (a numpy dtype given a `BUILD`
+state reads memory outside the file; shared references expand to billions
+of objects). Here nothing of Python's or numpy's unpickling machinery runs.
+The opcodes are walked one by one and only the object graphs that
+`paddle.save` writes are accepted (the grammar below was read off files
+written by paddlepaddle 3.3.1 with protocols 2, 3 and 4, plus numpy's
+protocol-5 form of an array):
+
+    value   := None | bool | int | float | str | bytes | list | dict
+             | OrderedDict | tuple | array | numpy scalar
+    array   := _reconstruct(ndarray, (0,), b'b') BUILD (1, shape, dtype, fortran, raw)
+             | _frombuffer(raw, dtype, shape, 'C'|'F')
+    dtype   := numpy.dtype(CODE, False, True) BUILD (3, '<'|'>'|'|', None, None, None, -1, -1, 0)
+    scalar  := numpy scalar(dtype, raw)
+    tensor  := builtins.tuple(((name, array),))           -> the array (paddle's tagged Tensor)
+             | builtins.eval('data', {'data': array})     -> the array (paddle's DenseTensor)
+    raw     := bytes opcodes | _codecs.encode(str, 'latin1') | builtins.bytes()   (protocol 2)
+
+`CODE` is one of the numeric and bool dtype codes in `_DTYPE_CODES`. The
+"calls" above are never made: the global names are tokens, and an array is
+`np.frombuffer` over bytes sliced from the file, after checking that the
+byte count equals `prod(shape) * itemsize`. Every other opcode, global or
+shape is refused with `PickleRefusedError`, as is anything over the limits.
 """
 
 from __future__ import annotations
 
 import collections
-import io
-import pickle
-from pathlib import Path
+import math
+import pickletools
+import struct
 
 import numpy as np
 
-try:
-    from numpy._core.multiarray import scalar as _numpy_scalar
-except ImportError:  # numpy < 2
-    from numpy.core.multiarray import scalar as _numpy_scalar
+from pdx._safefile import read_file
+from pdx.checkpoint._errors import CheckpointCorruptError
 
 __all__ = ["load_pdparams", "PickleRefusedError"]
 
+DEFAULT_MAX_BYTES = 32 << 30
+DEFAULT_MAX_DEPTH = 64
+DEFAULT_MAX_ELEMENTS = 4_000_000
+# A shared reference counts its target again. Counted that way, all arrays and
+# strings of the result may add up to this many times the file's size (an
+# honest file stores every tensor's bytes once; tied weights share a few).
+_SHARING = 4
+_SHARING_SLACK = 1 << 16
+_MAX_NDIM = 32
+_MAX_DIM = 1 << 48
+_MAX_ARRAY_BYTES = 1 << 62
+_MAX_GLOBAL_LINE = 256
 
 _NAME_TABLE = "StructuredToParameterName@@"
+_BIG_PARAMS = "UnpackBigParamInfor@@"  # protocol 2/3 files split tensors over 1 GiB into slices
 
+_DTYPE_CODES = frozenset({"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "c8", "c16"})
 
-class PickleRefusedError(pickle.UnpicklingError):
-    """The pickle asks for something other than arrays and plain containers."""
-
-
-def _safe_dtype(*args, **kwargs):
-    dtype = np.dtype(*args, **kwargs)
-    if dtype.hasobject:
-        raise PickleRefusedError(
-            f"the pickle builds an array of dtype {dtype} (Python objects); only numeric arrays are allowed")
-    return dtype
-
-
-def _safe_reconstruct(cls, *args):
-    if cls is not np.ndarray:
-        raise PickleRefusedError(f"the pickle reconstructs {cls!r}; only numpy.ndarray is allowed")
-    return np.ndarray.__new__(np.ndarray, *args)
-
-
-def _safe_scalar(dtype, *args):
-    if not isinstance(dtype, np.dtype) or dtype.hasobject:
-        raise PickleRefusedError(f"the pickle builds a numpy scalar of dtype {dtype!r}; only numeric dtypes are allowed")
-    return _numpy_scalar(dtype, *args)
-
-
-_ALLOWED = {
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): _safe_dtype,
-    ("collections", "OrderedDict"): collections.OrderedDict,
-    ("builtins", "tuple"): tuple,
-    ("builtins", "list"): list,
-    ("builtins", "dict"): dict,
-}
+_GLOBALS = {("numpy", "ndarray"): "ndarray", ("numpy", "dtype"): "dtype",
+            ("collections", "OrderedDict"): "OrderedDict", ("_codecs", "encode"): "encode"}
 for _mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
-    _ALLOWED[(_mod, "_reconstruct")] = _safe_reconstruct
-    _ALLOWED[(_mod, "scalar")] = _safe_scalar
+    _GLOBALS[(_mod, "_reconstruct")] = "reconstruct"
+    _GLOBALS[(_mod, "scalar")] = "scalar"
 for _mod in ("numpy.core.numeric", "numpy._core.numeric"):
-    _ALLOWED[(_mod, "_frombuffer")] = lambda buf, dtype, shape, order: np.frombuffer(
-        buf, dtype=_safe_dtype(dtype)).reshape(shape, order=order).copy()
+    _GLOBALS[(_mod, "_frombuffer")] = "frombuffer"
+for _mod in ("builtins", "__builtin__"):  # protocol 2 writes Python 2 module names
+    for _name in ("tuple", "bytes", "eval"):
+        _GLOBALS[(_mod, _name)] = _name
+
+_FIX = ("pdx reads only what paddle.save writes (dicts, lists, tuples, strings, numbers and numeric "
+        "arrays). If you trust this file, load it with Paddle, save it with safetensors.paddle.save_file "
+        "and read that with pdx.load.")
 
 
-class _AllowListUnpickler(pickle.Unpickler):
-    def __init__(self, file, path):
-        super().__init__(file)
-        self._path = path
+class PickleRefusedError(CheckpointCorruptError, ValueError):
+    """A `.pdparams` file is not one `paddle.save` could have written, or it is over a limit.
 
-    def find_class(self, module, name):
+    Attributes:
+      path: the file.
+      offset: byte offset of the opcode that was refused (None: the file as a whole).
+      opcode: that opcode's name.
+    """
+
+    def __init__(self, message: str, path=None, offset: int | None = None, opcode: str | None = None):
+        super().__init__(message, path)
+        self.offset = offset
+        self.opcode = opcode
+
+
+class _Global:
+    """A global name resolved to a token; it is matched, never called."""
+    __slots__ = ("kind", "name")
+
+    def __init__(self, kind, name):
+        self.kind, self.name = kind, name
+
+
+class _Pending:
+    """An array or dtype between its constructor (REDUCE) and its BUILD."""
+    __slots__ = ("kind", "code", "value")
+
+    def __init__(self, kind, code=None):
+        self.kind, self.code, self.value = kind, code, None
+
+
+class _Dtype:
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+class _Raw:
+    """Bytes from the file: array data, or a bytes value (copied out only then)."""
+    __slots__ = ("view", "copy")
+
+    def __init__(self, view):
+        self.view, self.copy = view, None
+
+    def to_bytes(self) -> bytes:
+        if self.copy is None:
+            self.copy = bytes(self.view)
+        return self.copy
+
+
+class _Args:
+    """A tuple holding tokens (globals, dtypes): only REDUCE and BUILD take it."""
+    __slots__ = ("items",)
+
+    def __init__(self, items):
+        self.items = items
+
+
+_LEAF = (type(None), bool, int, float)
+_NONE_3 = (None, None, None)
+_KEY = (str, int, float, bool, type(None))
+_CONTAINERS = (list, dict, collections.OrderedDict, tuple)
+_STOP = object()
+
+
+def _eq(v, want) -> bool:
+    """Equality of plain constants that never compares arrays (an array's == is elementwise)."""
+    if type(want) is tuple:
+        return type(v) is tuple and len(v) == len(want) and all(_eq(a, b) for a, b in zip(v, want))
+    return type(v) is type(want) and v == want
+
+
+def _kind(v) -> str:
+    if isinstance(v, _Global):
+        return f"the global {v.name}"
+    if isinstance(v, _Pending):
+        return f"an unfinished numpy {v.kind}"
+    if isinstance(v, _Dtype):
+        return f"numpy dtype {v.dtype}"
+    if isinstance(v, _Args):
+        return "a tuple of constructor arguments"
+    return type(v).__name__
+
+
+class _Parser:
+    def __init__(self, data: bytes, path: str, max_depth: int, max_elements: int):
+        self.data, self.view, self.path = data, memoryview(data), path
+        self.max_depth, self.max_elements = max_depth, max_elements
+        self.max_expanded = _SHARING * len(data) + _SHARING_SLACK
+        self.allocated = 0  # bytes copied out of the file (arrays, decoded bytes)
+        self.pos = self.op_pos = 0
+        self.op_name = "PROTO"
+        self.stack: list = []
+        self.marks: list[int] = []
+        self.memo: list = []
+        self.info: dict[int, tuple[int, int, int]] = {}  # id -> (elements, bytes, depth), shared refs counted
+        self.alive: list = []  # every container stays referenced, so ids are unique for the whole parse
+        self.sealed: set[int] = set()
+        self.pushed = 0
+
+    # -- errors and raw reading ------------------------------------------------------------
+    def refuse(self, what: str, fix: str = _FIX):
+        raise PickleRefusedError(f"{self.path}: {what} (byte {self.op_pos}, opcode {self.op_name}). {fix}",
+                                 path=self.path, offset=self.op_pos, opcode=self.op_name)
+
+    def take(self, n: int) -> int:
+        start = self.pos
+        if n > len(self.data) - start:
+            self.refuse(f"the file ends {n - (len(self.data) - start)} bytes short of this opcode's "
+                        f"{n}-byte argument (truncated?)", "Copy or save the file again.")
+        self.pos = start + n
+        return start
+
+    def uint(self, n: int) -> int:
+        return int.from_bytes(self.data[self.take(n):self.pos], "little")
+
+    def text(self, n: int) -> str:
+        start = self.take(n)
         try:
-            return _ALLOWED[(module, name)]
-        except KeyError:
-            raise PickleRefusedError(
-                f"{self._path}: refusing to load global {module}.{name}: .pdparams may only contain "
-                "numpy arrays and plain containers, and this file asks for something that could run "
-                "code. If you trust and need it, convert it in Paddle to safetensors "
-                "(e.g. safetensors.paddle.save_file) and load that with pdx.load.") from None
+            return str(self.view[start:self.pos], "utf-8", "surrogatepass")
+        except UnicodeDecodeError as e:
+            self.refuse(f"a string is not UTF-8 ({e.reason})")
 
-    def persistent_load(self, pid):
-        raise PickleRefusedError(f"{self._path}: persistent ids are not allowed in .pdparams files")
+    # -- the stack -------------------------------------------------------------------------
+    def push(self, v):
+        self.pushed += 1
+        if self.pushed > self.max_elements:
+            self.refuse(f"more than max_elements={self.max_elements} values", "Raise max_elements if the file "
+                        "is trusted and this large.")
+        self.stack.append(v)
+
+    def floor(self) -> int:
+        return self.marks[-1] if self.marks else 0
+
+    def pop(self):
+        if len(self.stack) <= self.floor():
+            self.refuse("the opcode needs a value and the stack is empty")
+        return self.stack.pop()
+
+    def top(self):
+        if len(self.stack) <= self.floor():
+            self.refuse("the opcode needs a value and the stack is empty")
+        return self.stack[-1]
+
+    def pop_mark(self) -> list:
+        if not self.marks:
+            self.refuse("the opcode needs a MARK and there is none")
+        start = self.marks.pop()
+        items = self.stack[start:]
+        del self.stack[start:]
+        return items
+
+    # -- values: what may be stored, and how big it is counted with shared references --------
+    def value(self, v):
+        """`(v as stored, (elements, bytes, depth))`, or refuse a token stored as a value."""
+        if isinstance(v, _LEAF):
+            return v, (1, 0, 0)
+        if isinstance(v, str):
+            return v, (1, len(v), 0)
+        if isinstance(v, np.ndarray):
+            return v, (1, v.nbytes, 0)
+        if isinstance(v, np.generic):
+            return v, (1, v.nbytes, 0)
+        if isinstance(v, _Raw):
+            if v.copy is None:
+                self.allocate(len(v.view))
+            return v.to_bytes(), (1, len(v.view), 0)
+        if isinstance(v, _CONTAINERS):
+            return v, self.info[id(v)]
+        self.refuse(f"{_kind(v)} cannot be stored as a value")
+
+    def account(self, obj, info):
+        elements, nbytes, depth = info
+        if depth > self.max_depth:
+            self.refuse(f"containers nest more than max_depth={self.max_depth} levels deep")
+        if elements > self.max_elements:
+            self.refuse(f"shared references expand the data to more than max_elements={self.max_elements} values")
+        if nbytes > self.max_expanded:
+            self.refuse(f"shared references expand the arrays and strings to {nbytes} bytes, more than "
+                        f"{_SHARING}x the file's size")
+        self.info[id(obj)] = info
+
+    def new_container(self, obj):
+        self.alive.append(obj)
+        self.account(obj, (1, 0, 1))
+        self.push(obj)
+
+    def grow(self, obj, items) -> list:
+        """Count `items` into container `obj`; returns them as stored."""
+        if not isinstance(obj, (list, dict)):
+            self.refuse(f"items are added to {_kind(obj)}, not to a list or dict")
+        if id(obj) in self.sealed:
+            self.refuse("items are added to a list or dict after it was referenced again (paddle.save "
+                        "finishes a container before referencing it; this would build a cycle)")
+        elements, nbytes, depth = self.info[id(obj)]
+        out = []
+        for item in items:
+            v, (e, b, d) = self.value(item)
+            elements, nbytes, depth = elements + e, nbytes + b, max(depth, d + 1)
+            out.append(v)
+        self.account(obj, (elements, nbytes, depth))
+        return out
+
+    def make_tuple(self, items):
+        if any(isinstance(v, (_Global, _Pending, _Dtype, _Args)) for v in items):
+            self.push(_Args(tuple(items)))
+            return
+        stored, elements, nbytes, depth = [], 1, 0, 1
+        for item in items:
+            v, (e, b, d) = self.value(item)
+            elements, nbytes, depth = elements + e, nbytes + b, max(depth, d + 1)
+            stored.append(v)
+        obj = tuple(stored)
+        self.alive.append(obj)
+        self.account(obj, (elements, nbytes, depth))
+        self.push(obj)
+
+    # -- arrays ----------------------------------------------------------------------------
+    def dtype_of(self, v) -> np.dtype:
+        if not isinstance(v, _Dtype):
+            self.refuse(f"expected a numpy dtype, got {_kind(v)}")
+        return v.dtype
+
+    def shape_of(self, v) -> tuple:
+        if (not isinstance(v, tuple) or len(v) > _MAX_NDIM
+                or not all(type(d) is int and 0 <= d <= _MAX_DIM for d in v)):
+            self.refuse(f"an array shape must be a tuple of at most {_MAX_NDIM} sizes in [0, 2**48], got "
+                        f"{_kind(v)} {v!r:.80}")
+        return v
+
+    def allocate(self, nbytes: int):
+        self.allocated += nbytes
+        if self.allocated > self.max_expanded:
+            self.refuse(f"the arrays and bytes built add up to more than {_SHARING}x the file's size "
+                        "(the same bytes are used again and again)")
+
+    def array(self, raw, dtype: np.dtype, shape: tuple, order: str) -> np.ndarray:
+        if not isinstance(raw, _Raw):
+            self.refuse(f"array data must be bytes, got {_kind(raw)}")
+        want = math.prod(shape) * dtype.itemsize
+        if math.prod(d for d in shape if d) * dtype.itemsize > _MAX_ARRAY_BYTES:
+            self.refuse(f"array shape {shape} is larger than any array can be")
+        if len(raw.view) != want:
+            self.refuse(f"an array of shape {shape} and dtype {dtype} needs {want} bytes, the file gives "
+                        f"{len(raw.view)}")
+        self.allocate(want)
+        return np.frombuffer(raw.view, dtype=dtype).reshape(shape, order=order).copy(order="A")
+
+    # -- REDUCE and BUILD: the only "calls", each matched against one fixed shape ------------
+    def reduce(self, func, args):
+        if not isinstance(func, _Global):
+            self.refuse(f"REDUCE calls {_kind(func)}; only a few numpy and container globals may appear")
+        a = args.items if isinstance(args, _Args) else args
+        if not isinstance(a, tuple):
+            self.refuse(f"REDUCE arguments must be a tuple, got {_kind(args)}")
+        k = func.kind
+        if k == "reconstruct":
+            if not (len(a) == 3 and isinstance(a[0], _Global) and a[0].kind == "ndarray" and _eq(a[1], (0,))
+                    and isinstance(a[2], _Raw) and a[2].view == b"b"):
+                self.refuse("numpy _reconstruct is only accepted as _reconstruct(numpy.ndarray, (0,), b'b')")
+            return _Pending("array")
+        if k == "dtype":
+            if not (len(a) == 3 and isinstance(a[0], str) and _eq(a[1:], (False, True))):
+                self.refuse(f"numpy.dtype is only accepted as dtype(CODE, False, True), got {a!r:.80}")
+            if a[0] not in _DTYPE_CODES:
+                self.refuse(f"dtype {a[0]!r:.40} is not a numeric or bool dtype; accepted: "
+                            f"{', '.join(sorted(_DTYPE_CODES))}")
+            return _Pending("dtype", a[0])
+        if k == "scalar":
+            if len(a) != 2:
+                self.refuse("numpy scalar is only accepted as scalar(dtype, bytes)")
+            dtype = self.dtype_of(a[0])
+            return self.array(a[1], dtype, (), "C")[()]
+        if k == "frombuffer":
+            if not (len(a) == 4 and (_eq(a[3], "C") or _eq(a[3], "F"))):
+                self.refuse("numpy _frombuffer is only accepted as _frombuffer(bytes, dtype, shape, 'C'|'F')")
+            return self.array(a[0], self.dtype_of(a[1]), self.shape_of(a[2]), a[3])
+        if k == "OrderedDict":
+            if a:
+                self.refuse("collections.OrderedDict is only accepted with no arguments")
+            obj = collections.OrderedDict()
+            self.alive.append(obj)
+            self.account(obj, (1, 0, 1))
+            return obj
+        if k == "tuple":  # paddle.save writes a Tensor as tuple(((name, ndarray),))
+            if not (len(a) == 1 and isinstance(a[0], tuple) and len(a[0]) == 2 and isinstance(a[0][0], str)
+                    and isinstance(a[0][1], np.ndarray)):
+                self.refuse("builtins.tuple is only accepted as paddle's tensor record tuple(((name, array),))")
+            return a[0][1]
+        if k == "eval":  # paddle.save writes a DenseTensor as eval('data', {'data': ndarray}); never evaluated
+            if not (len(a) == 2 and _eq(a[0], "data") and type(a[1]) is dict and len(a[1]) == 1
+                    and isinstance(a[1].get("data"), np.ndarray)):
+                self.refuse("refusing to load global builtins.eval: it is only accepted as paddle's "
+                            "DenseTensor record eval('data', {'data': array}), which is read, not evaluated")
+            return a[1]["data"]
+        if k == "encode":  # protocol 2 writes bytes as _codecs.encode(text, 'latin1')
+            if not (len(a) == 2 and isinstance(a[0], str) and _eq(a[1], "latin1")):
+                self.refuse("_codecs.encode is only accepted as encode(str, 'latin1')")
+            self.allocate(len(a[0]))
+            try:
+                return _Raw(memoryview(a[0].encode("latin-1")))
+            except UnicodeEncodeError:
+                self.refuse("_codecs.encode text has characters outside latin-1")
+        if k == "bytes":
+            if a:
+                self.refuse("builtins.bytes is only accepted with no arguments (the empty bytes)")
+            return _Raw(memoryview(b""))
+        self.refuse(f"{func.name} cannot be called directly")
+
+    def build(self, target, state):
+        s = state.items if isinstance(state, _Args) else state
+        if not isinstance(target, _Pending) or target.value is not None:
+            self.refuse(f"BUILD applies state to {_kind(target)}; only a new numpy array or dtype takes state")
+        if not isinstance(s, tuple):
+            self.refuse(f"BUILD state must be a tuple, got {_kind(state)}")
+        if target.kind == "dtype":
+            code = target.code
+            endian = ("|",) if code in ("b1", "i1", "u1") else ("<", ">")
+            if not (len(s) == 8 and _eq(s[0], 3) and type(s[1]) is str and s[1] in endian
+                    and _eq(s[2:5], _NONE_3) and _eq(s[5:], (-1, -1, 0))):
+                self.refuse(f"dtype {code} state must be (3, {'|'.join(endian)}, None, None, None, -1, -1, 0), "
+                            f"got {s!r:.120}")
+            target.value = _Dtype(np.dtype(s[1] + code))
+        else:
+            if not (len(s) == 5 and _eq(s[0], 1) and type(s[3]) is bool):
+                self.refuse("array state must be (1, shape, dtype, is_fortran, bytes)")
+            target.value = self.array(s[4], self.dtype_of(s[2]), self.shape_of(s[1]), "F" if s[3] else "C")
+        self.stack[-1] = target.value
+
+    # -- memo ------------------------------------------------------------------------------
+    def put(self, index: int):
+        if index != len(self.memo):
+            self.refuse(f"memo index {index} out of order (paddle.save numbers them 0, 1, 2, ...; "
+                        f"next is {len(self.memo)})")
+        self.memo.append(self.top())
+
+    def get(self, index: int):
+        if index >= len(self.memo):
+            self.refuse(f"memo index {index} was never stored ({len(self.memo)} stored)")
+        v = self.memo[index]
+        if isinstance(v, _Pending):
+            if v.value is None:
+                self.refuse(f"a numpy {v.kind} is referenced before it is built")
+            v = v.value
+        elif isinstance(v, (list, dict)):
+            self.sealed.add(id(v))
+        self.push(v)
+
+    def run(self):
+        data = self.data
+        if data[:1] != b"\x80" or len(data) < 2 or not 2 <= data[1] <= 5:
+            self.refuse("not a pickle of protocol 2-5 (Paddle .pdparams start with bytes 0x80 0x02-0x05)",
+                        "For safetensors files use pdx.load or pdx.checkpoint.load_safetensors.")
+        self.pos = 2
+        while True:
+            self.op_pos = pos = self.pos
+            if pos >= len(data):
+                self.op_name = "(end of file)"
+                self.refuse("the file ends before the pickle's STOP opcode (truncated?)",
+                            "Copy or save the file again.")
+            handler = _OPS.get(data[pos])
+            if handler is None:
+                op = pickletools.code2op.get(chr(data[pos]))
+                self.op_name = op.name if op else f"0x{data[pos]:02x}"
+                self.refuse("opcode not among those paddle.save writes")
+            self.op_name = handler.__name__[3:]
+            self.pos = pos + 1
+            if handler(self) is _STOP:
+                break
+        if self.pos != len(data):
+            self.refuse(f"{len(data) - self.pos} bytes follow the pickle's STOP opcode")
+        if self.marks or len(self.stack) != 1:
+            self.refuse(f"the pickle stops with {len(self.stack)} values and {len(self.marks)} open MARKs "
+                        "(a complete pickle leaves exactly one value)")
+        return self.value(self.stack[0])[0]
 
 
-def _untag(obj):
-    # paddle.save stores tensors nested in containers as (name, ndarray) pairs
-    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str) and isinstance(obj[1], np.ndarray):
-        return obj[1]
-    if isinstance(obj, dict):
-        return type(obj)((k, _untag(v)) for k, v in obj.items())
-    if isinstance(obj, list):
-        return [_untag(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_untag(v) for v in obj)
-    return obj
+def _strings(p: _Parser, n: int):
+    p.push(p.text(n))
 
 
-def load_pdparams(path) -> dict:
-    """Load a Paddle `.pdparams` (or `.pdopt`) file safely.
+def _byteses(p: _Parser, n: int):
+    start = p.take(n)
+    p.push(_Raw(p.view[start:p.pos]))
 
-    Only numpy arrays, numbers, strings and dict/list/tuple/OrderedDict are
-    built; a file that asks for anything else raises `PickleRefusedError`
-    without running it. The result can go straight to `Layer.set_state_dict`
-    (pdx layers use Paddle's parameter names and shapes).
+
+def op_FRAME(p):
+    if p.uint(8) > len(p.data) - p.pos:
+        p.refuse("a FRAME is longer than the rest of the file (truncated?)", "Copy or save the file again.")
+
+
+def op_PROTO(p):
+    p.refuse("PROTO appears twice")
+
+
+def op_STOP(p):
+    return _STOP
+
+
+def op_MARK(p):
+    if len(p.marks) >= p.max_depth + 4:
+        p.refuse(f"more than max_depth={p.max_depth} open MARKs")
+    p.marks.append(len(p.stack))
+
+
+def op_EMPTY_DICT(p):
+    p.new_container({})
+
+
+def op_EMPTY_LIST(p):
+    p.new_container([])
+
+
+def op_EMPTY_TUPLE(p):
+    p.make_tuple(())
+
+
+def op_TUPLE(p):
+    p.make_tuple(p.pop_mark())
+
+
+def op_TUPLE1(p):
+    p.make_tuple((p.pop(),))
+
+
+def op_TUPLE2(p):
+    b, a = p.pop(), p.pop()
+    p.make_tuple((a, b))
+
+
+def op_TUPLE3(p):
+    c, b, a = p.pop(), p.pop(), p.pop()
+    p.make_tuple((a, b, c))
+
+
+def op_APPEND(p):
+    v = p.pop()
+    lst = p.top()
+    if type(lst) is not list:
+        p.refuse(f"APPEND to {_kind(lst)}, not a list")
+    lst.extend(p.grow(lst, [v]))
+
+
+def op_APPENDS(p):
+    items = p.pop_mark()
+    lst = p.top()
+    if type(lst) is not list:
+        p.refuse(f"APPENDS to {_kind(lst)}, not a list")
+    lst.extend(p.grow(lst, items))
+
+
+def _setitems(p, items):
+    d = p.top()
+    if not isinstance(d, dict):
+        p.refuse(f"{p.op_name} on {_kind(d)}, not a dict")
+    if len(items) % 2:
+        p.refuse(f"{p.op_name} with an odd number ({len(items)}) of keys and values")
+    for k in items[::2]:
+        if not isinstance(k, _KEY):
+            p.refuse(f"a dict key must be a str, int, float, bool or None, got {_kind(k)}")
+    stored = p.grow(d, items)
+    for i in range(0, len(stored), 2):
+        d[stored[i]] = stored[i + 1]
+
+
+def op_SETITEM(p):
+    v = p.pop()
+    k = p.pop()
+    _setitems(p, [k, v])
+
+
+def op_SETITEMS(p):
+    _setitems(p, p.pop_mark())
+
+
+def op_NONE(p):
+    p.push(None)
+
+
+def op_NEWTRUE(p):
+    p.push(True)
+
+
+def op_NEWFALSE(p):
+    p.push(False)
+
+
+def op_BININT(p):
+    p.push(struct.unpack_from("<i", p.data, p.take(4))[0])
+
+
+def op_BININT1(p):
+    p.push(p.uint(1))
+
+
+def op_BININT2(p):
+    p.push(p.uint(2))
+
+
+def op_LONG1(p):
+    n = p.uint(1)
+    p.push(int.from_bytes(p.data[p.take(n):p.pos], "little", signed=True))
+
+
+def op_BINFLOAT(p):
+    p.push(struct.unpack_from(">d", p.data, p.take(8))[0])
+
+
+def op_SHORT_BINUNICODE(p):
+    _strings(p, p.uint(1))
+
+
+def op_BINUNICODE(p):
+    _strings(p, p.uint(4))
+
+
+def op_BINUNICODE8(p):
+    _strings(p, p.uint(8))
+
+
+def op_SHORT_BINBYTES(p):
+    _byteses(p, p.uint(1))
+
+
+def op_BINBYTES(p):
+    _byteses(p, p.uint(4))
+
+
+def op_BINBYTES8(p):
+    _byteses(p, p.uint(8))
+
+
+def op_BYTEARRAY8(p):  # protocol 5: numpy's in-band array buffer
+    _byteses(p, p.uint(8))
+
+
+def op_MEMOIZE(p):
+    p.put(len(p.memo))
+
+
+def op_BINPUT(p):
+    p.put(p.uint(1))
+
+
+def op_LONG_BINPUT(p):
+    p.put(p.uint(4))
+
+
+def op_BINGET(p):
+    p.get(p.uint(1))
+
+
+def op_LONG_BINGET(p):
+    p.get(p.uint(4))
+
+
+def _global(p, module, name):
+    kind = _GLOBALS.get((module, name))
+    if kind is None:
+        p.refuse(f"refusing to load global {module}.{name}: it is not one paddle.save writes, and "
+                 "loading it could run code")
+    p.push(_Global(kind, f"{module}.{name}"))
+
+
+def op_GLOBAL(p):
+    lines = []
+    for _ in range(2):
+        end = p.data.find(b"\n", p.pos, p.pos + _MAX_GLOBAL_LINE)
+        if end < 0:
+            p.refuse(f"a GLOBAL name is not a line of at most {_MAX_GLOBAL_LINE} bytes (truncated?)")
+        try:
+            lines.append(p.data[p.pos:end].decode("ascii"))
+        except UnicodeDecodeError:
+            p.refuse("a GLOBAL name is not ASCII")
+        p.pos = end + 1
+    _global(p, *lines)
+
+
+def op_STACK_GLOBAL(p):
+    name, module = p.pop(), p.pop()
+    if not (isinstance(module, str) and isinstance(name, str)):
+        p.refuse(f"STACK_GLOBAL needs two strings, got {_kind(module)} and {_kind(name)}")
+    _global(p, module, name)
+
+
+def op_REDUCE(p):
+    args = p.pop()
+    func = p.pop()
+    p.push(p.reduce(func, args))
+
+
+def op_BUILD(p):
+    state = p.pop()
+    p.build(p.top(), state)
+
+
+_OPS = {ord(pickletools_op.code): globals()["op_" + pickletools_op.name]
+        for pickletools_op in pickletools.opcodes if "op_" + pickletools_op.name in globals()}
+
+
+def _join_big_params(obj: dict, path: str) -> None:
+    """Paddle's `_pack_loaded_dict`: protocol 2/3 files store tensors over 1 GiB as 1-D slices."""
+    table = obj.pop(_BIG_PARAMS)
+
+    def refuse(what):
+        raise PickleRefusedError(f"{path}: {_BIG_PARAMS} {what}. {_FIX}", path=path)
+
+    if not isinstance(table, dict):
+        refuse("is not a dict")
+    for key, entry in table.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("slices"), list)
+                and isinstance(entry.get("OriginShape"), (tuple, list))):
+            refuse(f"entry {key!r:.80} is not {{'OriginShape': shape, 'slices': [names]}}")
+        parts = [obj.get(name) for name in entry["slices"]]
+        if not parts or not all(isinstance(a, np.ndarray) and a.ndim == 1 and a.dtype == parts[0].dtype
+                                for a in parts):
+            refuse(f"slices of {key!r:.80} are not 1-D arrays of one dtype stored in the file")
+        shape = entry["OriginShape"]
+        if not all(type(d) is int and d >= 0 for d in shape) or math.prod(shape) != sum(a.size for a in parts):
+            refuse(f"slices of {key!r:.80} do not add up to its shape {shape!r:.80}")
+        for name in entry["slices"]:
+            obj.pop(name, None)
+        obj[key] = np.concatenate(parts).reshape(shape)
+
+
+def load_pdparams(path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = DEFAULT_MAX_DEPTH,
+                  max_elements: int = DEFAULT_MAX_ELEMENTS):
+    """Load a Paddle `.pdparams` (or `.pdopt`) file as data, without unpickling it.
+
+    The pickle opcodes are parsed, not executed: only dicts, lists, tuples,
+    strings, numbers and numeric numpy arrays are built, in exactly the forms
+    `paddle.save` writes them. Anything else, a truncated file, or a file over
+    a limit raises `PickleRefusedError` naming the file, the byte offset and
+    the opcode.
 
     Args:
-      path: a file written by `paddle.save(layer.state_dict(), path)`.
+      path: a file written by `paddle.save(obj, path)` (protocol 2, 3 or 4;
+        numpy's protocol-5 array form is read too).
+      max_bytes: largest file size read (checked before reading).
+      max_depth: deepest nesting of containers.
+      max_elements: most values (containers, keys, items, arrays) built, with
+        each shared reference counted again.
 
     Returns:
-      The saved object with numpy arrays for tensors (for a state dict: an
-      OrderedDict name -> np.ndarray). bfloat16 tensors come back as Paddle stored
-      them, as uint16 bits: view them with `.view(ml_dtypes.bfloat16)`.
+      What `paddle.load(path, return_numpy=True)` returns: tensors as numpy
+      arrays (a state dict: name -> np.ndarray, without Paddle's
+      `StructuredToParameterName@@` table). bfloat16 tensors come back as
+      Paddle stores them, as uint16 bits: view them with
+      `.view(ml_dtypes.bfloat16)`. One difference: Paddle turns every
+      `(str, ndarray)` tuple into the array; here only the tensors
+      `paddle.save` wrote are, and a plain tuple of a string and an array
+      stays a tuple.
 
     Example:
       >>> sd = pdx.checkpoint.load_pdparams("linear.pdparams")   # doctest: +SKIP
       >>> layer.set_state_dict(sd)                              # doctest: +SKIP
     """
-    path = Path(path)
-    data = path.read_bytes()
-    if not data.startswith(b"\x80"):
-        raise ValueError(f"load_pdparams({str(path)!r}): not a pickle file (Paddle .pdparams are pickles); "
-                         "for safetensors files use pdx.load or pdx.checkpoint.load_safetensors")
-    try:
-        obj = _AllowListUnpickler(io.BytesIO(data), path).load()
-    except PickleRefusedError:
-        raise
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as e:
-        raise ValueError(f"load_pdparams({str(path)!r}): the file is not a valid Paddle pickle: {e}") from None
-    obj = _untag(obj)
+    path = str(path)
+    data = read_file(path, max_bytes=max_bytes, what=".pdparams file",
+                     error=lambda message: PickleRefusedError(message, path=path))
+    obj = _Parser(data, path, max_depth, max_elements).run()
     if isinstance(obj, dict):
-        obj.pop(_NAME_TABLE, None)  # Paddle's structured-name -> variable-name table, as paddle.load drops it
+        if _BIG_PARAMS in obj:
+            _join_big_params(obj, path)
+        obj.pop(_NAME_TABLE, None)  # Paddle's structured-name -> variable-name table; paddle.load drops it
     return obj
