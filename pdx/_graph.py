@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 
 import jax
 from flax import nnx
-from flax.nnx import tracers as nnx_tracers
+
+from pdx import _nnx
 
 __all__ = ["Graph", "is_graph_node", "run_with_values", "same_leaves"]
 
@@ -27,18 +28,30 @@ def is_graph_node(x) -> bool:
 
 class Graph:
     """The Variables and graph nodes reachable from a tuple of objects, each once,
-    in a deterministic order."""
+    in a deterministic order.
 
-    __slots__ = ("objs", "epoch", "variables", "nodes", "graph_id")
+    Built with `graph_ids` (a dict shared by the Graphs of one compiled
+    function), it also remembers the structure it was read from, and
+    `is_current()` says whether that structure still holds: nnx's structure
+    version has not moved (any attribute of any nnx object set or deleted,
+    any Variable's metadata changed), or it moved but this graph's own
+    fingerprint is unchanged. Plain lists/dicts inside the graph change in
+    place without moving the version, so a graph holding any is
+    fingerprinted on every check.
+    """
 
-    def __init__(self, objs: Sequence, epoch: int = 0, graph_ids: dict | None = None):
+    __slots__ = ("objs", "variables", "nodes", "containers", "graph_id", "version",
+                 "_fingerprint", "_container_fingerprint")
+
+    def __init__(self, objs: Sequence, graph_ids: dict | None = None):
         self.objs = list(objs)
-        self.epoch = epoch
         self.variables: list[nnx.Variable] = []
         self.nodes: list[nnx.Pytree] = []
+        self.containers: list = []
+        version = _nnx.structure_version()
         seen: set[int] = set()
         for obj in objs:
-            for _, node in nnx.graph.iter_graph(obj):
+            for _, node in nnx.iter_graph(obj):
                 if id(node) in seen:
                     continue
                 seen.add(id(node))
@@ -46,50 +59,54 @@ class Graph:
                     self.variables.append(node)
                 elif isinstance(node, nnx.Pytree):
                     self.nodes.append(node)
+                elif isinstance(node, (list, dict)):
+                    self.containers.append(node)
         self.graph_id = None
+        self.version = version
+        self._fingerprint = self._container_fingerprint = None
         if graph_ids is not None:
             # Static structure (layer configs, train/eval flags) decides a trace:
             # equal structures share compiled code, different ones never do.
             graphdef = nnx.graphdef(tuple(objs)) if objs else None
             self.graph_id = graph_ids.setdefault(graphdef, len(graph_ids))
+            self._fingerprint = _nnx.structure_fingerprint(self.nodes, self.variables, self.containers)
+            if self.containers:
+                self._container_fingerprint = _nnx.Fingerprint(_nnx.container_items(self.containers))
+
+    def is_current(self) -> bool:
+        """True while the objects keep the structure this Graph was read from
+        (only for a Graph built with `graph_ids`)."""
+        version = _nnx.structure_version()
+        if version == self.version:
+            return (self._container_fingerprint is None
+                    or _nnx.Fingerprint(_nnx.container_items(self.containers)) == self._container_fingerprint)
+        if _nnx.structure_fingerprint(self.nodes, self.variables, self.containers) != self._fingerprint:
+            return False
+        self.version = version
+        return True
 
     def values(self) -> list:
-        return [v.get_raw_value() for v in self.variables]
+        return _nnx.stored_values(self.variables)
 
     def write(self, updates: dict) -> None:
         """Store new values {variable index: value} (outside any trace)."""
         variables = self.variables
         for i, value in updates.items():
-            _set_raw(variables[i], value)
-
-
-def _set_raw(variable: nnx.Variable, value) -> None:
-    # Bypasses nnx's trace-level check: we are the ones managing trace levels.
-    object.__setattr__(variable, "_raw_value", value)
+            _nnx.store_value(variables[i], value)
 
 
 def run_with_values(graph: Graph, values: Sequence, fn: Callable, *args, **kwargs):
     """Call `fn(*args, **kwargs)` with graph.variables holding `values`.
 
+    The Variables and nodes accept writes in the current trace during the
+    call; their original values are back afterwards, whatever happens.
+
     Returns:
       (fn's output, the variables' values after the call).
     """
-    saved_vars = [(v.get_raw_value(), v._trace_state) for v in graph.variables]
-    saved_nodes = [n._pytree__state._trace_state for n in graph.nodes]
-    try:
-        for v, value in zip(graph.variables, values):
-            _set_raw(v, value)
-            object.__setattr__(v, "_trace_state", nnx_tracers.TraceState())
-        for n in graph.nodes:
-            object.__setattr__(n._pytree__state, "_trace_state", nnx_tracers.TraceState())
+    with _nnx.mutable_in_trace(graph.variables, graph.nodes, values):
         out = fn(*args, **kwargs)
-        return out, [v.get_raw_value() for v in graph.variables]
-    finally:
-        for v, (value, trace_state) in zip(graph.variables, saved_vars):
-            _set_raw(v, value)
-            object.__setattr__(v, "_trace_state", trace_state)
-        for n, trace_state in zip(graph.nodes, saved_nodes):
-            object.__setattr__(n._pytree__state, "_trace_state", trace_state)
+        return out, _nnx.stored_values(graph.variables)
 
 
 def same_leaves(a, b) -> bool:

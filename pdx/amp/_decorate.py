@@ -73,7 +73,7 @@ def decorate(models, optimizers=None, level: str = "O1", dtype: str = "bfloat16"
     import jax.numpy as jnp
     from flax import nnx
 
-    from pdx.nn import _layer
+    from pdx.nn import Layer
 
     if not isinstance(level, str) or level.upper() not in ("O0", "O1", "O2"):
         raise ValueError(f"decorate: level must be 'O1' or 'O2'; got level={level!r}")
@@ -111,7 +111,6 @@ def decorate(models, optimizers=None, level: str = "O1", dtype: str = "bfloat16"
         var.set_value(var.get_value().astype(low))
     for m in model_list:
         for layer in m.sublayers(include_self=True):
-            if isinstance(layer, _layer.Layer):
-                object.__setattr__(layer, "_dtype", low)
-    _layer._structure["epoch"] += 1  # pdx.jit re-reads graphs whose variables changed dtype
+            if isinstance(layer, Layer):
+                layer._dtype = low  # a structural change: compiled functions over the layer retrace
     return models if optimizers is None else (models, optimizers)

@@ -15,16 +15,17 @@ valid for this trace), so user code runs unchanged on the real objects:
 reading `self.weight`, updating BatchNorm statistics, stepping an optimizer.
 Only the Variables the function actually changed come back as outputs.
 
-The variable list is computed once per set of objects and re-read only when a
-Layer's structure changed (`pdx.nn._layer.structure_epoch`), so a compiled
-call costs about what a hand-written `jax.jit` call does.
+The variable list is computed once per set of objects and re-read only when
+the structure of an object in it changed (`pdx._graph.Graph.is_current`: any
+nnx object, a pdx Layer or not), so a compiled call costs about what a
+hand-written `jax.jit` call does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-import operator
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ import jax
 from flax import errors as nnx_errors
 from flax import nnx
 
+from pdx import _nnx
 from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
 from pdx.jit import _dy2static
 from pdx.jit._dy2static import _runtime as _dy2static_runtime
@@ -165,7 +167,6 @@ def _classify(cls: type) -> str:
             else _SCALAR if cls in _PY_SCALARS else _OTHER)
     _KINDS[cls] = kind
     return kind
-_raw_value = operator.attrgetter("_raw_value")
 
 
 def _reject_nested_state(container, where: str, fn: str) -> None:
@@ -174,17 +175,36 @@ def _reject_nested_state(container, where: str, fn: str) -> None:
         raise TypeError(_NESTED_STATE.format(fn=fn, where=where))
 
 
-def _plan_holds(plan: tuple, args: tuple) -> bool:
-    for i, obj in plan[2]:
-        if args[i] is not obj:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CallPlan:
+    """What a call with only positional arguments resolved to, reused while it holds.
+
+    It holds while the arguments have the same types, the Layer/optimizer
+    arguments and every free reference are the same objects, the Python
+    scalar arguments are equal, and the graph is current (`Graph.is_current`).
+    """
+
+    arg_types: tuple[type, ...]
+    nodes: tuple[tuple[int, Any], ...]      # (position, Layer/optimizer) arguments
+    scalars: tuple[tuple[int, Any], ...]    # (position, value) Python-scalar arguments
+    free: tuple[tuple[Any, str | None, Any], ...]  # (globals dict or cell, name, object) free references
+    constants: tuple[int, ...]              # positions passed to the traced function as None
+    graph: Graph
+    static: tuple                           # the jitted function's static argument
+
+    def holds(self, args: tuple) -> bool:
+        if self.arg_types != tuple(map(type, args)):
             return False
-    for i, value in plan[6]:
-        if args[i] != value:
-            return False
-    for holder, name, obj in plan[5]:
-        if (holder[name] if name is not None else holder.cell_contents) is not obj:
-            return False
-    return True
+        for i, obj in self.nodes:
+            if args[i] is not obj:
+                return False
+        for i, value in self.scalars:
+            if args[i] != value:
+                return False
+        for holder, name, obj in self.free:
+            if (holder[name] if name is not None else holder.cell_contents) is not obj:
+                return False
+        return self.graph.is_current()
 
 
 def _is_library(func) -> bool:
@@ -224,7 +244,7 @@ class StaticFunction:
         self._graph: Graph | None = None
         self._graph_ids: dict = {}
         self._current: Graph | None = None
-        self._plan: tuple | None = None
+        self._plan: _CallPlan | None = None
         self._last_args: tuple | None = None
         self._jitted = jax.jit(self._traced, static_argnums=(0,),
                                donate_argnums=(1,) if donate_state else (), backend=backend)
@@ -280,8 +300,8 @@ class StaticFunction:
             if (_KINDS.get(type(obj)) or _classify(type(obj))) is _NODE and obj not in objs:
                 objs.append(obj)  # (nnx objects compare by identity)
         graph = self._graph
-        if graph is None or graph.epoch != _layer._structure["epoch"] or graph.objs != objs:
-            graph = self._graph = Graph(objs, _layer._structure["epoch"], self._graph_ids)
+        if graph is None or graph.objs != objs or not graph.is_current():
+            graph = self._graph = Graph(objs, self._graph_ids)
         static = (graph.graph_id, None if layout is None else tuple(layout), kw_layout)
         return graph, objs, static, dyn_args, dyn_kwargs
 
@@ -292,10 +312,9 @@ class StaticFunction:
             check_inputs(self._input_spec, args, fn=self.__name__)
         self._last_args = args  # pdx.jit.save without input_spec exports this signature, as Paddle does
         plan = self._plan
-        if (plan is not None and not kwargs and plan[0] == _layer._structure["epoch"]
-                and plan[1] == tuple(map(type, args)) and _plan_holds(plan, args)):
-            graph, static, dyn_args = plan[3], plan[4], list(args)
-            for i, _ in plan[2] + plan[6]:
+        if plan is not None and not kwargs and plan.holds(args):
+            graph, static, dyn_args = plan.graph, plan.static, list(args)
+            for i in plan.constants:
                 dyn_args[i] = None
             dyn_kwargs = kwargs
         else:
@@ -305,7 +324,7 @@ class StaticFunction:
         # graph holds the same objects) because resetting costs per-call time.
         self._current = graph
         try:
-            out, updates = self._jitted(static, list(map(_raw_value, graph.variables)), dyn_args, dyn_kwargs)
+            out, updates = self._jitted(static, _nnx.stored_values(graph.variables), dyn_args, dyn_kwargs)
         except jax.errors.UnexpectedTracerError as e:
             if not _dy2static_runtime.compiled_loop_locations:
                 raise
@@ -313,14 +332,11 @@ class StaticFunction:
                 locations="\n".join(_dy2static_runtime.compiled_loop_locations))) from e
         if updates:
             graph.write(updates)
-            graph.epoch = _layer._structure["epoch"]  # a first trace may build helper layers
         return out
 
-    def _make_plan(self, args, kwargs, graph: Graph, static) -> tuple | None:
-        """A call plan for the fast path: valid while the structure epoch, the
-        argument types, the Layer/optimizer arguments and every free reference
-        are the same objects as now. Calls with keyword arguments, static
-        arguments or containers always take the full path."""
+    def _make_plan(self, args, kwargs, graph: Graph, static) -> _CallPlan | None:
+        """A call plan for the fast path (see `_CallPlan`). Calls with keyword
+        arguments, static arguments or containers always take the full path."""
         types = tuple(map(type, args))
         if kwargs or self._static_pos or any(_KINDS.get(t) is _CONTAINER for t in types):
             return None
@@ -328,7 +344,8 @@ class StaticFunction:
         scalars = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _SCALAR)
         free = tuple((holder, name, holder[name] if name is not None else holder.cell_contents)
                      for holder, name in self._free_refs)
-        return (graph.epoch, types, nodes, graph, static, free, scalars)
+        return _CallPlan(arg_types=types, nodes=nodes, scalars=scalars, free=free,
+                         constants=tuple(i for i, _ in nodes + scalars), graph=graph, static=static)
 
     def lower(self, *args, **kwargs):
         """`jax.stages.Lowered` for these inputs (StableHLO via `.as_text()`)."""

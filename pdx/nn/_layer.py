@@ -7,8 +7,12 @@ checkpointing and sharding. Names follow Paddle: `state_dict()` keys are the
 dotted attribute paths (`"0.weight"`, `"bn._mean"`), in definition order.
 
 Every parameter carries logical axis names (`axis_names`, stored as nnx
-`sharding_names` metadata) that a parallel config maps to mesh axes; layers
-never mention mesh axes.
+`out_sharding` metadata through `pdx._placement`) that a parallel config maps
+to mesh axes; layers never mention mesh axes.
+
+A Layer's structure (its sublayers, parameters and settings) may change at
+any time; `pdx.jit` notices through nnx itself (`pdx._nnx.structure_version`),
+as it does for any nnx object.
 
 Example:
     >>> import pdx
@@ -38,8 +42,9 @@ from flax import nnx
 
 from pdx import _random
 from pdx._dtype import convert_dtype, default_float
+from pdx._placement import axes_metadata
 
-__all__ = ["Buffer", "Layer", "ParamAttr", "as_rngs", "structure_epoch"]
+__all__ = ["Buffer", "Layer", "ParamAttr", "as_rngs"]
 
 
 class Buffer(nnx.Variable):
@@ -74,15 +79,7 @@ class ParamAttr:
     need_clip: bool = True
 
 
-_structure = {"epoch": 0}
 _static_layers: "weakref.WeakKeyDictionary[Layer, Callable]" = weakref.WeakKeyDictionary()
-
-
-def structure_epoch() -> int:
-    """A counter bumped whenever any Layer gains, loses or swaps a sublayer,
-    parameter or static attribute; `pdx.jit` re-reads a model's structure when
-    it changed instead of walking the graph on every call."""
-    return _structure["epoch"]
 
 
 def as_rngs(rngs) -> nnx.Rngs | None:
@@ -183,12 +180,7 @@ class Layer(nnx.Module):
             # static attribute and refuse it once it holds a layer or array; as data it may hold
             # anything. Its layers stay named by where they were registered, as in Paddle.
             value = nnx.data(value)
-        _structure["epoch"] += 1
         super().__setattr__(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _structure["epoch"] += 1
-        super().__delattr__(name)
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *inputs, **kwargs):
@@ -237,9 +229,7 @@ class Layer(nnx.Module):
             initializer = init_lib.Constant(0.0) if is_bias else init_lib.XavierUniform()
         dtype = convert_dtype(dtype or self._dtype or default_float())
         value = initializer(_param_key(rngs), shape, dtype)
-        metadata = {}
-        if axis_names is not None:
-            metadata.update(sharding_names=tuple(axis_names), eager_sharding=False)
+        metadata = axes_metadata(axis_names)
         if attr != ParamAttr():
             metadata.update(trainable=attr.trainable, learning_rate=attr.learning_rate,
                             regularizer=attr.regularizer, need_clip=attr.need_clip)

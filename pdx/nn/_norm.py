@@ -16,6 +16,7 @@ import numpy as np
 
 import pdx.nn.functional as F
 from pdx._dtype import default_float
+from pdx._placement import axes_metadata
 from pdx.nn import axes
 from pdx.nn._common import float_dtype, is_int, layer_error, value_of
 from pdx.nn._layer import Buffer, Layer, as_rngs
@@ -66,9 +67,9 @@ class _BatchNormBase(Layer):
         self.bias = self.create_parameter((num_features,), attr=bias_attr, is_bias=True,
                                           axis_names=(axes.NORM,), rngs=rngs)
         self._mean = Buffer(jnp.zeros((num_features,), self._dtype), persistable=True,
-                            sharding_names=(axes.NORM,), eager_sharding=False)
+                            **axes_metadata((axes.NORM,)))
         self._variance = Buffer(jnp.ones((num_features,), self._dtype), persistable=True,
-                                sharding_names=(axes.NORM,), eager_sharding=False)
+                                **axes_metadata((axes.NORM,)))
         self._num_features = num_features
         self._momentum = momentum
         self._epsilon = epsilon

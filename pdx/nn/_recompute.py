@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from pdx._graph import Graph, _set_raw, run_with_values
+from pdx import _nnx
+from pdx._graph import Graph, run_with_values
 from pdx.nn._stack import LayerStack, check_identical, scan_values
 
 # Paddle's recompute keeps nothing; the others trade memory for compute like MaxText's remat policies.
@@ -39,8 +40,8 @@ def _policy(policy):
 def _write_back(graph: Graph, new_values: Sequence) -> None:
     """Keep what the forward changed in buffers (batch-norm statistics, RNG counters)."""
     for var, value in zip(graph.variables, new_values):
-        if not isinstance(var, nnx.Param) and value is not var.get_raw_value():
-            _set_raw(var, value)
+        if not isinstance(var, nnx.Param) and value is not _nnx.stored_value(var):
+            _nnx.store_value(var, value)
 
 
 def recompute(function, *, policy="full") -> Callable:

@@ -23,14 +23,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from pdx._graph import Graph, _set_raw, run_with_values
+from pdx import _nnx, _placement
+from pdx._graph import Graph, run_with_values
 from pdx.nn import axes
 from pdx.nn._layer import Layer, restore_attribute_order
 
 __all__ = ["LayerStack", "scan_values"]
-
-# Placements recorded by pdx.parallel.shard describe a whole array; a slice or a copy must not inherit them.
-_PLACEMENT_KEYS = ("pdx_sharding", "pdx_grad_sharding")
 
 
 def check_identical(layers: Sequence, who: str) -> None:
@@ -120,14 +118,12 @@ class LayerStack(Layer):
         block = _copy(layers[0])
         graphs = [Graph([layer]) for layer in layers]
         for i, var in enumerate(Graph([block]).variables):
-            _set_raw(var, jnp.stack([g.values()[i] for g in graphs]))
-            meta = var.get_metadata()
-            names = meta.get("out_sharding")
-            var.set_metadata("out_sharding", (axes.LAYERS,) + (tuple(names) if names is not None
-                                                                 else (None,) * (var.get_raw_value().ndim - 1)))
-            for key in _PLACEMENT_KEYS:
-                if key in meta:
-                    var.del_metadata(key)
+            stacked = jnp.stack([g.values()[i] for g in graphs])
+            _nnx.store_value(var, stacked)
+            names = _placement.logical_axes(var)
+            _placement.set_logical_axes(var, (axes.LAYERS,) + (names if names is not None else (None,) * (stacked.ndim - 1)))
+            # A placement describes the whole (unstacked) array; the stack is placed anew.
+            _placement.drop_placement(var)
         self.block = block
         self.num_layers = len(layers)
         self.policy = policy
@@ -171,14 +167,11 @@ class LayerStack(Layer):
             raise IndexError(f"LayerStack: index {index!r} out of range for {self.num_layers} layers")
         layer = _copy(self.block)
         for var, value in zip(Graph([layer]).variables, Graph([self.block]).values()):
-            _set_raw(var, value[index])
-            meta = var.get_metadata()
-            names = meta.get("out_sharding")
+            _nnx.store_value(var, value[index])
+            names = _placement.logical_axes(var)
             if names is not None:
-                var.set_metadata("out_sharding", tuple(names)[1:])
-            for key in _PLACEMENT_KEYS:
-                if key in meta:
-                    var.del_metadata(key)
+                _placement.set_logical_axes(var, names[1:])
+            _placement.drop_placement(var)  # the stack's placement describes the whole stack
         return layer
 
     def __iter__(self):

@@ -28,7 +28,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from pdx.nn import _layer
+from pdx import _placement
 from pdx.nn._clip import GradientClipBase
 from pdx.optimizer import _transforms
 from pdx.optimizer.lr import LRScheduler, _as_float, _traced
@@ -374,16 +374,16 @@ class Optimizer(nnx.Pytree):
             shape = tuple(by_name[name].get_value().shape)
             if tuple(g.shape) != shape:
                 raise ValueError(f"{cls}.step: the gradient of {name!r} has shape {tuple(g.shape)} but the parameter has shape {shape}")
-            grads[name] = _keep_sharding(by_name[name], g.astype(params[name].dtype), _GRAD_SHARDING)
+            grads[name] = _placement.constrain_grad(by_name[name], g.astype(params[name].dtype))
         state = jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
         new_params, state = self._apply(params, grads, state, self._current_lr())
-        jax.tree.map(lambda v, x: v.set_value(_keep_sharding(v, x)), self._opt_state, state,
+        jax.tree.map(lambda v, x: v.set_value(_placement.constrain_value(v, x)), self._opt_state, state,
                      is_leaf=lambda x: isinstance(x, nnx.Variable))
         for name, new in new_params.items():
             var = by_name[name]
             if name in self._master:
-                self._master[name].set_value(_keep_sharding(self._master[name], new))
-            var.set_value(_keep_sharding(var, new.astype(var.get_value().dtype)))
+                self._master[name].set_value(_placement.constrain_value(self._master[name], new))
+            var.set_value(_placement.constrain_value(var, new.astype(var.get_value().dtype)))
 
     def _match_grads(self, grads) -> dict:
         cls = type(self).__name__
@@ -473,7 +473,6 @@ class Optimizer(nnx.Pytree):
         if not isinstance(scheduler, LRScheduler):
             raise TypeError(f"{type(self).__name__}.set_lr_scheduler: expected a pdx.optimizer.lr.LRScheduler; got {type(scheduler).__name__}")
         self._lr_scheduler = scheduler
-        _layer._structure["epoch"] += 1  # pdx.jit re-reads the graph of a changed structure
 
     @property
     def _learning_rate(self):
@@ -487,7 +486,6 @@ class Optimizer(nnx.Pytree):
         else:
             if self._lr_scheduler is not None:
                 self._lr_scheduler = None
-                _layer._structure["epoch"] += 1
             self.set_lr(value)
 
     # -- state -------------------------------------------------------------------------------------
@@ -541,20 +539,9 @@ class Optimizer(nnx.Pytree):
         return f"{type(self).__name__}(learning_rate={lr}, parameters={len(self._names)})"
 
 
-# Placements recorded on Variables by pdx.parallel.shard. Constraining the new
-# values to them inside a compiled step is what keeps ZeRO state sharded and
-# turns the gradient all-reduce into a reduce-scatter (stage >= 2).
-_SHARDING, _GRAD_SHARDING = "pdx_sharding", "pdx_grad_sharding"
-
-
-def _keep_sharding(var, value, key: str = _SHARDING):
-    sharding = var.get_metadata().get(key)
-    return value if sharding is None else jax.lax.with_sharding_constraint(value, sharding)
-
-
 def _sharding_metadata(param) -> dict:
-    meta = _metadata(param)
-    return {k: meta[k] for k in ("out_sharding", "sharding_names", "eager_sharding") if k in meta}
+    """The parameter's logical axis names, for optimizer state shaped like it."""
+    return _placement.axes_metadata(_placement.logical_axes(param))
 
 
 def _wrap_state(state, by_name: dict):

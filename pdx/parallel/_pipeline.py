@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec
 
+from pdx import _placement
 from pdx._graph import Graph, run_with_values
 
 _log = logging.getLogger("pdx.parallel")
@@ -91,8 +92,8 @@ def run_layers(layers, x, *args, scan: bool = False, policy=None):
 
 def _stage_sharding(var, mesh, stored: bool):
     """(virtual, stage, chunk, *the parameter's own placement) for a weight reshaped for the schedule."""
-    own = var.get_metadata().get("pdx_sharding")
-    rest = tuple(own.spec) if own is not None else ()
+    own = _placement.placement_of(var)
+    rest = tuple(own.value.spec) if own is not None else ()
     if stored:  # a LayerStack's placement starts with its layer dimension
         rest = rest[1:]
     return NamedSharding(mesh, PartitionSpec(None, "pp", None, *rest))

@@ -3,10 +3,11 @@
 Every parameter carries logical axis names (pdx.nn.axes); the config's rules
 turn them into a PartitionSpec, and the ZeRO stage adds the "sharding" mesh
 axis to optimizer state (stage >= 1), gradients (stage >= 2) and parameters
-(stage 3). The chosen `NamedSharding` is recorded on each Variable
-(`pdx_sharding`, and `pdx_grad_sharding` on parameters) so the optimizer's
-step keeps new values where they belong inside a compiled step (the
-constraint is what makes XLA emit reduce-scatters and all-gathers).
+(stage 3). The chosen placement is recorded on each Variable (a
+`pdx._placement.Placement`: the value's NamedSharding and, on parameters, the
+gradient's) so the optimizer's step keeps new values where they belong
+inside a compiled step (the constraint is what makes XLA emit
+reduce-scatters and all-gathers).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from pdx import _placement
+from pdx._placement import Placement
 from pdx.nn import axes
 from pdx.parallel._config import HybridConfig
 
-SHARDING_KEY = "pdx_sharding"
-GRAD_SHARDING_KEY = "pdx_grad_sharding"
 _MESH_STACK: list[tuple[Mesh, HybridConfig]] = []
 
 
@@ -76,12 +77,6 @@ def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None) -> Par
     return PartitionSpec(*entries)
 
 
-def _logical_names(var: nnx.Variable):
-    meta = var.get_metadata()
-    names = meta.get("sharding_names", meta.get("out_sharding"))
-    return tuple(names) if names is not None else None
-
-
 def _variables(obj):
     """Every nnx.Variable reachable from obj, once."""
     seen, out = set(), []
@@ -93,9 +88,7 @@ def _variables(obj):
 
 
 def _place(var: nnx.Variable, sharding: NamedSharding, grad_sharding: NamedSharding | None = None) -> None:
-    var.set_metadata(SHARDING_KEY, sharding)
-    if grad_sharding is not None:
-        var.set_metadata(GRAD_SHARDING_KEY, grad_sharding)
+    _placement.place(var, Placement(sharding, grad_sharding))
     value = var.get_value()
     if sharding.is_fully_addressable:
         var.set_value(jax.device_put(value, sharding))
@@ -135,7 +128,6 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
       >>> net.weight.get_value().sharding.spec
       PartitionSpec(None, 'mp')
     """
-    from pdx.nn._layer import _structure
     from pdx.optimizer._optimizer import Optimizer
 
     if not isinstance(config, HybridConfig):
@@ -153,7 +145,7 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
             if not hasattr(value, "shape"):
                 continue
             shape = tuple(value.shape)
-            names = _logical_names(var)
+            names = _placement.logical_axes(var)
             spec = logical_to_spec(names, shape, mesh, rules)
             zero = zero_spec(spec, shape, mesh, names)
             if isinstance(var, nnx.OptArray):  # optimizer moments and master weights
@@ -164,16 +156,7 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
                 _place(var, NamedSharding(mesh, param_spec), NamedSharding(mesh, grad_spec))
             else:
                 _place(var, NamedSharding(mesh, spec))
-    _structure["epoch"] += 1  # compiled steps re-read the placement
     return target
-
-
-def keep_sharding(var: nnx.Variable, value, key: str = SHARDING_KEY):
-    """`value` constrained to the sharding recorded on `var` by `shard` (unchanged if none)."""
-    sharding = var.get_metadata().get(key)
-    if sharding is None:
-        return value
-    return jax.lax.with_sharding_constraint(value, sharding)
 
 
 class _MeshScope:

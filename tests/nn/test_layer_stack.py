@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pdx
-from pdx import nn, parallel
+from pdx import _placement, nn, parallel
 
 
 def _blocks(n=3, width=6):
@@ -148,7 +148,8 @@ def test_sharding_puts_the_layer_dimension_on_pp():
     weight = stack.block.weight.get_value()
     assert tuple(weight.sharding.spec) == ("pp", None, "mp")
     assert weight.addressable_shards[0].data.shape == (2, 8, 8)       # 2 of 4 layers, half the columns
-    assert "pdx_sharding" not in stack[0].weight.get_metadata()       # a copy does not claim the placement
+    assert _placement.placement_of(stack.block.weight) is not None
+    assert _placement.placement_of(stack[0].weight) is None            # a copy does not claim the placement
 
 
 def test_errors_name_the_problem():

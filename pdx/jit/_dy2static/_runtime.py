@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from pdx._graph import _set_raw, run_with_values, same_leaves
+from pdx import _nnx
+from pdx._graph import run_with_values, same_leaves
 # The trace state StaticFunction sets and reads is re-exported from here.
 from pdx.jit._dy2static._context import (Dy2StaticError, _local, compiled_loop_locations, max_iterations,
                                          traced_while_locations, tracing_graph)
@@ -248,7 +249,7 @@ class FunctionRuntime(LoopRuntime):
                         raise self._mismatch(loc, bad, vt[i], vf[i], construct) from None
                     raise error
                 for i, value in zip(threaded, var_values):
-                    _set_raw(graph.variables[i], value)
+                    _nnx.store_value(graph.variables[i], value)
                 return _join(leaves, st)
         raise self.error(loc, f"could not reconcile the branches of this {construct}.",
                          "Give every variable the same shape and dtype on both paths.")

@@ -1,0 +1,188 @@
+"""The one module that touches flax.nnx internals.
+
+pdx runs user code on the real Layers/optimizers while JAX traces it (see
+`pdx._graph`), which needs three things nnx has no public API for:
+
+- reading and writing a Variable's stored value without nnx's trace-level
+  check (`Variable._raw_value`, read through a slot getter because the
+  compiled call path reads every threaded Variable on every call);
+- making Variables and graph nodes writable inside a trace that pdx opened
+  (their `TraceState`s: `Variable._trace_state`, `Pytree._pytree__state`);
+- knowing when the structure of any nnx object changed (an attribute set or
+  deleted on any `nnx.Pytree` — Modules, optimizers, `nnx.List`/`nnx.Dict`,
+  a user's plain `nnx.Module` — or a Variable's metadata changed), so that
+  `pdx.jit` re-reads a graph only when it must: `structure_version()` is a
+  counter that hooks on nnx's own mutation points advance. It is a cheap
+  "maybe changed" signal; `structure_fingerprint` then says whether a
+  particular graph really changed.
+
+Everything else in pdx uses public nnx APIs. `tests/test_nnx_adapter.py`
+names each flax feature relied on here and checks it behaves as assumed, so
+a flax upgrade that changes one fails there first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import operator
+from collections.abc import Iterable, Sequence
+
+from flax import nnx
+from flax.nnx import tracers as nnx_tracers
+
+__all__ = [
+    "Fingerprint",
+    "container_items",
+    "mutable_in_trace",
+    "store_value",
+    "stored_value",
+    "stored_values",
+    "structure_fingerprint",
+    "structure_version",
+]
+
+_raw = operator.attrgetter("_raw_value")
+_metadata = operator.attrgetter("_var_metadata")
+_chain = itertools.chain.from_iterable
+
+
+# -- values ---------------------------------------------------------------------------------------
+def stored_value(variable: nnx.Variable):
+    """The value a Variable stores (no copy, no hooks)."""
+    return _raw(variable)
+
+
+def stored_values(variables: Iterable[nnx.Variable]) -> list:
+    """`stored_value` of each Variable, in order (the per-call read of pdx.jit)."""
+    return list(map(_raw, variables))
+
+
+def store_value(variable: nnx.Variable, value) -> None:
+    """Store `value` in `variable`, whatever trace is current.
+
+    nnx refuses writes from a trace other than the Variable's own; pdx manages
+    trace levels itself (a value computed in a compiled call is written back
+    after it, a converted `if` writes branch results inside a `lax.cond`).
+    """
+    object.__setattr__(variable, "_raw_value", value)
+
+
+@contextlib.contextmanager
+def mutable_in_trace(variables: Sequence[nnx.Variable], nodes: Sequence[nnx.Pytree], values: Sequence):
+    """Within the block, `variables` hold `values` and they and `nodes` accept writes
+    in the current trace; their values and trace states are restored on exit,
+    whatever happens.
+    """
+    saved_vars = [(_raw(v), v._trace_state) for v in variables]
+    saved_nodes = [n._pytree__state._trace_state for n in nodes]
+    try:
+        for v, value in zip(variables, values):
+            object.__setattr__(v, "_raw_value", value)
+            object.__setattr__(v, "_trace_state", nnx_tracers.TraceState())
+        for n in nodes:
+            object.__setattr__(n._pytree__state, "_trace_state", nnx_tracers.TraceState())
+        yield
+    finally:
+        for v, (value, trace_state) in zip(variables, saved_vars):
+            object.__setattr__(v, "_raw_value", value)
+            object.__setattr__(v, "_trace_state", trace_state)
+        for n, trace_state in zip(nodes, saved_nodes):
+            object.__setattr__(n._pytree__state, "_trace_state", trace_state)
+
+
+# -- structure --------------------------------------------------------------------------------------
+class _Version:
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+_VERSION = _Version()
+
+
+def structure_version() -> int:
+    """A counter that moves whenever an attribute of any nnx object is set or deleted
+    or any Variable's metadata changes (it may also move for unrelated objects)."""
+    return _VERSION.value
+
+
+def _counting(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        _VERSION.value += 1
+        return method(self, *args, **kwargs)
+
+    wrapper.__pdx_counts_structure__ = True
+    return wrapper
+
+
+# nnx's mutation points: every attribute write of every Pytree goes through
+# Pytree.__setattr__/__delattr__ (subclasses override `_setattr`, not these);
+# Variable metadata changes through these four methods.
+_HOOKED = (
+    (nnx.Pytree, "__setattr__"),
+    (nnx.Pytree, "__delattr__"),
+    (nnx.Variable, "set_metadata"),
+    (nnx.Variable, "del_metadata"),
+    (nnx.Variable, "update_from_state"),
+    (nnx.Variable, "copy_from"),
+)
+
+
+def _install_hooks() -> None:
+    for cls, name in _HOOKED:
+        method = cls.__dict__[name]
+        if not getattr(method, "__pdx_counts_structure__", False):
+            setattr(cls, name, _counting(method))
+
+
+_install_hooks()
+
+
+class Fingerprint:
+    """The identity of everything a graph definition depends on (see `structure_fingerprint`).
+
+    Compared by object identity; it holds the objects themselves, so none can be
+    freed and its address reused by a new object while the fingerprint lives.
+    """
+
+    __slots__ = ("_ids", "_objects")
+
+    def __init__(self, objects: list):
+        self._objects = objects
+        self._ids = tuple(map(id, objects))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Fingerprint) and self._ids == other._ids
+
+    __hash__ = None
+
+
+def structure_fingerprint(nodes: Sequence[nnx.Pytree], variables: Sequence[nnx.Variable],
+                          containers: Sequence = ()) -> Fingerprint:
+    """What nnx's graph definition depends on: each node's type and attributes,
+    each Variable's type and metadata, the items of each plain list/dict.
+
+    Two fingerprints are equal when no attribute was replaced, added or
+    removed, no metadata entry changed and no container changed (an equal
+    value that is a different object counts as a change: a false alarm only
+    costs a graph re-read).
+    """
+    attrs = list(map(vars, nodes))
+    metadata = list(map(_metadata, variables))
+    objects = [*map(type, nodes), *_chain(_chain(map(dict.items, attrs))),
+               *map(type, variables), *_chain(_chain(map(dict.items, metadata)))]
+    objects += container_items(containers)
+    return Fingerprint(objects)
+
+
+def container_items(containers: Sequence) -> list:
+    """The keys and items of plain lists/dicts: they change in place, which no nnx hook sees."""
+    out: list = []
+    for c in containers:
+        out.append(c)  # (separates one container's items from the next one's)
+        out.extend(_chain(c.items()) if isinstance(c, dict) else c)
+    return out
