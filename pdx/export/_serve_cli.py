@@ -35,6 +35,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout-s", type=float, default=_server.DEFAULT_TIMEOUT_S,
                         help="per-request limit from arrival to answer: 408 if the body is not in by then, "
                              "504 if the result is not (default %(default)s)")
+    parser.add_argument("--max-json-depth", type=int, default=_server.DEFAULT_MAX_JSON_DEPTH,
+                        help="deepest JSON nesting accepted; deeper bodies get HTTP 400 (default %(default)s)")
+    parser.add_argument("--header-timeout-s", type=float, default=_server.DEFAULT_HEADER_TIMEOUT_S,
+                        help="a connection that sends no complete request head within this many seconds of "
+                             "opening (or of its previous response) is closed (default %(default)s)")
+    parser.add_argument("--keep-alive-s", type=float, default=_server.DEFAULT_KEEP_ALIVE_S,
+                        help="an idle kept-alive connection is closed after this many seconds (default %(default)s)")
+    parser.add_argument("--graceful-timeout-s", type=float, default=_server.DEFAULT_GRACEFUL_TIMEOUT_S,
+                        help="on SIGTERM/Ctrl-C, the most time requests in flight get to finish before the "
+                             "server exits (default %(default)s)")
     parser.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
                         help="server log level (default %(default)s)")
     parser.set_defaults(func=run)
@@ -54,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
               "it has no authentication", file=sys.stderr)
     options = dict(name=args.name, runtime=args.runtime, max_batch_size=args.max_batch_size,
                    batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
-                   max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s)
+                   max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s, max_json_depth=args.max_json_depth,
+                   header_timeout_s=args.header_timeout_s, keep_alive_s=args.keep_alive_s,
+                   graceful_timeout_s=args.graceful_timeout_s)
     try:
         _server.serve(args.artifact, host=args.host, port=args.port, log_level=args.log_level, **options)
     except ValueError as e:

@@ -345,6 +345,7 @@ def test_ready_after_warm_up_queue_full_503_and_timeouts_504_408(model):
             assert slow.recv(65536).startswith(b"HTTP/1.1 408")
 
         gated.gate.set()
+        client.wait_ready(30)  # not ready while the held call ran past --timeout-s
         x = np.full((1, 16), 0.5, np.float32)
         np.testing.assert_allclose(client.predict("mlp", x), reference(x), rtol=1e-5, atol=1e-5)
         text = client.metrics()

@@ -1,0 +1,481 @@
+"""`pdx serve` under hostile or unlucky clients: bodies in other encodings, corrupt
+.npz/.npy, clients that vanish mid-body, oversized batches, a hung model, slowloris
+connections. Real uvicorn servers on loopback in subprocesses (started with
+`pdx.export.serve`, stopped with SIGTERM); the numpy forward pass of the same
+weights is the reference. The body decoder is also fuzzed without HTTP."""
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pdx
+from pdx._safefile import json_depth
+from pdx.export import Client, ServerError, export
+from pdx.export._server_decode import HTTPError, decode_body
+from pdx.export._validate import Signature, check_arrays
+from pdx.jit import InputSpec
+
+LIMIT = 1_000_000
+HEADER_TIMEOUT_S = 1.0
+SLOW, HANG = 777.0, 4242.0  # marker values: a row holding one makes the model call slow / hang
+URL_RE = re.compile(r"listening on (http://\S+)")
+
+# The served predictor, wrapped so that marker rows make a call slow or never return.
+SERVER_SCRIPT = r"""
+import json, sys, threading, time
+import pdx.export
+
+path, options = sys.argv[1], json.loads(sys.argv[2])
+inner = pdx.export.load(path)
+
+
+class Marked:
+    name, input_specs, output_names = inner.name, inner.input_specs, inner.output_names
+    check_inputs = staticmethod(inner.check_inputs)
+
+    def __call__(self, x):
+        if (x == %r).any():
+            time.sleep(1.5)
+        if (x == %r).any():
+            threading.Event().wait()
+        return inner(x)
+
+
+pdx.export.serve(Marked(), port=0, log_level="warning", **options)
+""" % (SLOW, HANG)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    pdx.seed(11)
+    net = pdx.nn.Sequential(pdx.nn.Linear(16, 32), pdx.nn.ReLU(), pdx.nn.Linear(32, 4))
+    net.eval()
+    path = export(net, tmp_path_factory.mktemp("hardening") / "mlp", [InputSpec([None, 16], "float32", "x")],
+                  name="mlp", differentiable=False)
+    w = {k: np.asarray(v) for k, v in net.state_dict().items()}
+
+    def reference(x):
+        return np.maximum(x.astype(np.float64) @ w["0.weight"] + w["0.bias"], 0.0) @ w["2.weight"] + w["2.bias"]
+
+    return path, reference
+
+
+class _Server:
+    """`pdx.export.serve` in a subprocess, its log, and its address."""
+
+    def __init__(self, path, log_path, **options):
+        self.log = open(log_path, "w+")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", JAX_LOG_COMPILES="1")
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER_SCRIPT, str(path), json.dumps(options)],
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 120
+        while not (match := URL_RE.search(self.text())):
+            assert self.proc.poll() is None, f"server exited with {self.proc.returncode}:\n{self.text()}"
+            assert time.monotonic() < deadline, "server did not print its address"
+            time.sleep(0.05)
+        self.url = match.group(1)
+        self.host, self.port = "127.0.0.1", int(self.url.rsplit(":", 1)[1])
+        self.client = Client(self.url)
+        self.client.wait_ready(120)
+
+    def text(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) / 1024
+
+    def compiles(self) -> int:
+        return self.text().count("Finished XLA compilation")
+
+    def stop(self, timeout=30.0) -> tuple[int, float]:
+        """SIGTERM; returns (exit code, seconds to exit)."""
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        elapsed = time.monotonic() - started
+        self.client.close()
+        self.log.close()
+        return code, elapsed
+
+
+@pytest.fixture(scope="module")
+def server(model, tmp_path_factory):
+    path, _ = model
+    srv = _Server(path, tmp_path_factory.mktemp("logs") / "serve.log", max_batch_size=16, max_body_bytes=LIMIT,
+                  timeout_s=10.0, header_timeout_s=HEADER_TIMEOUT_S, graceful_timeout_s=5.0)
+    yield srv
+    if srv.proc.poll() is None:
+        code, _ = srv.stop()
+        assert code == 0
+
+
+def _post(srv, body: bytes, content_type="application/json", headers=()):
+    import http.client
+
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=60)
+    try:
+        conn.request("POST", "/v1/models/mlp:predict", body=body, headers={"Content-Type": content_type, **dict(headers)})
+        response = conn.getresponse()
+        data = response.read()
+    finally:
+        conn.close()
+    return response.status, json.loads(data) if response.getheader("content-type", "").startswith(
+        "application/json") else data
+
+
+def _metric(text: str, name: str, **labels) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    raise KeyError(f"{name} {labels} not in metrics")
+
+
+def _npy(array=None, header=None, data=None) -> bytes:
+    buf = io.BytesIO()
+    if header is None:
+        np.save(buf, array, allow_pickle=False)
+        return buf.getvalue()
+    np.lib.format.write_array_header_1_0(buf, header)
+    return buf.getvalue() + data
+
+
+def _npz(members: dict, compression=zipfile.ZIP_STORED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as zf:
+        for name, array in members.items():
+            zf.writestr(name + ".npy", _npy(array))
+    return buf.getvalue()
+
+
+def _encrypted_flag(body: bytes) -> bytes:
+    data = bytearray(body)
+    for sig, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.index(sig) + offset
+        data[at] |= 0x1
+    return bytes(data)
+
+
+def _bad_deflate(array) -> bytes:
+    data = bytearray(_npz({"x": array}, zipfile.ZIP_DEFLATED))
+    start = data.index(b"PK\x03\x04") + 30 + len("x.npy")
+    data[start:start + 8] = b"\xff" * 8  # reserved block type 3: zlib.error
+    return bytes(data)
+
+
+def _deep_json(depth: int, x) -> str:
+    """A valid request whose extra field nests `depth` levels."""
+    return '{"inputs": {"x": %s}, "note": %s}' % (json.dumps(x.tolist()), "[" * depth + "]" * depth)
+
+
+def _crafted_bodies(x) -> list[tuple[str, bytes, str, str]]:
+    """(case, body, content type, regex found in the 400 message)."""
+    cases = []
+    for depth in (500, 900):
+        text = _deep_json(depth, x)
+        for enc in ("utf-16-le", "utf-16", "utf-32", "utf-16-be"):
+            # undeclared: read as UTF-8, so refused as not UTF-8 or (NULs between ASCII) as too deep
+            cases.append((f"{enc} {depth} deep", text.encode(enc), "application/json", "UTF-8|depth"))
+        cases.append((f"declared utf-16 {depth} deep", text.encode("utf-16"), "application/json; charset=utf-16",
+                      "depth"))
+        cases.append((f"utf-8 {depth} deep", text.encode(), "application/json", "depth"))
+    f4 = np.ones((2, 16), np.float32)
+    npy_header = {"descr": "<f4", "fortran_order": False}
+    cases += [
+        ("bad deflate", _bad_deflate(f4), "application/x-npz", "npz"),
+        ("bzip2 member", _npz({"x": f4}, zipfile.ZIP_BZIP2), "application/x-npz", "compression method 12"),
+        ("lzma member", _npz({"x": f4}, zipfile.ZIP_LZMA), "application/x-npz", "compression method 14"),
+        ("encrypted flag", _encrypted_flag(_npz({"x": f4})), "application/x-npz", "encrypted"),
+        ("truncated npz", _npz({"x": f4})[:-30], "application/x-npz", "npz"),
+        ("garbage after a local header", _npz({"x": f4})[:10] + b"garbage", "application/x-npz", "npz"),
+        ("shape (True, 16)", _npy(header=dict(npy_header, shape=(True, 16)), data=f4[:1].tobytes()),
+         "application/x-npy", "shape"),
+        ("negative dims", _npy(header=dict(npy_header, shape=(-1, -16)), data=f4[:1].tobytes()),
+         "application/x-npy", "shape"),
+        ("float dims", _npy(header=dict(npy_header, shape=(1.0, 16)), data=f4[:1].tobytes()),
+         "application/x-npy", "npy"),
+        ("huge dims", _npy(header=dict(npy_header, shape=(2 ** 40, 2 ** 40)), data=f4.tobytes()),
+         "application/x-npy", "data bytes"),
+        ("fortran_order 1", _npy(header=dict(npy_header, fortran_order=1, shape=(1, 16)), data=f4[:1].tobytes()),
+         "application/x-npy", "npy"),
+        ("object dtype", _npy(header={"descr": "|O", "fortran_order": False, "shape": (1, 16)}, data=b"\x80" * 64),
+         "application/x-npy", "numeric"),
+        ("structured dtype", _npy(header={"descr": [("a", "<f4")], "fortran_order": False, "shape": (1, 16)},
+                                  data=f4[:1].tobytes()), "application/x-npy", "numeric"),
+        ("complex dtype", _npy(np.ones((1, 16), np.complex64)), "application/x-npy", "numeric"),
+        ("header not a dict", b"\x93NUMPY\x01\x00\x10\x00" + b"[1, 2, 3]      \n", "application/x-npy", "npy"),
+        ("version 3.0", b"\x93NUMPY\x03\x00" + _npy(f4)[8:], "application/x-npy", "version"),
+        ("npz member with shape (True, 16)", _npz_raw({"x.npy": _npy(header=dict(npy_header, shape=(True, 16)),
+                                                                    data=f4[:1].tobytes())}),
+         "application/x-npz", "shape"),
+    ]
+    return cases
+
+
+def _npz_raw(members: dict) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- the decoder, without HTTP
+
+SPECS = (InputSpec([None, 16], "float32", "x"),)
+SIG = Signature([{"name": "x", "dtype": "float32", "shape": ["batch", 16]}])
+
+
+def _check(*arrays):
+    return check_arrays(SIG, arrays, fn="mlp", convert=True)
+
+
+def _decode(body: bytes, content_type: str):
+    return decode_body(body, content_type, SPECS, _check, max_body_bytes=LIMIT, max_json_depth=64)
+
+
+def _reference_depth(text: str) -> int:
+    depth = best = 0
+    in_str = escape = False
+    for ch in text:
+        if in_str:
+            escape, in_str = (False, True) if escape else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth -= 1
+    return best
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet='[]{}"\\ a1,:\n', max_size=60))
+def test_json_depth_matches_a_character_loop(text):
+    assert json_depth(text) == _reference_depth(text)
+
+
+def test_crafted_bodies_are_400_without_http():
+    x = np.ones((1, 16), np.float32)
+    for case, body, content_type, fragment in _crafted_bodies(x):
+        with pytest.raises(HTTPError) as e:
+            _decode(body, content_type)
+        assert e.value.status == 400 and re.search(fragment, e.value.message), (case, e.value.message)
+    text = '{"inputs": {"x": %s}}' % json.dumps(x.tolist())
+    for content_type, body in (("application/json; charset=utf-16", text.encode("utf-16")),
+                               ("application/json; charset=UTF-32LE", text.encode("utf-32-le")),
+                               ("application/json", b"\xef\xbb\xbf" + text.encode())):  # UTF-8 BOM
+        np.testing.assert_array_equal(_decode(body, content_type)[0], x)
+    with pytest.raises(HTTPError) as e:
+        _decode(text.encode("latin-1"), "application/json; charset=latin-1")
+    assert e.value.status == 415 and "UTF-8" in e.value.message
+
+
+def _valid_bodies():
+    x = np.arange(32, dtype=np.float32).reshape(2, 16)
+    return [(b'{"inputs": {"x": %s}}' % json.dumps(x.tolist()).encode(), "application/json"),
+            (_npy(x), "application/x-npy"), (_npy(x.astype(">f4")), "application/x-npy"),
+            (_npz({"x": x}), "application/x-npz"), (_npz({"x": x}, zipfile.ZIP_DEFLATED), "application/x-npz")]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decoder_fuzz_answers_arrays_or_400(data):
+    """Random bytes, and valid bodies with bytes flipped, cut or inserted: arrays or a 4xx, nothing else."""
+    kind = data.draw(st.sampled_from(["random", "mutated"]))
+    if kind == "random":
+        body = data.draw(st.binary(max_size=300))
+        content_type = data.draw(st.sampled_from(["application/json", "application/x-npy", "application/x-npz",
+                                                  "application/json; charset=utf-16"]))
+    else:
+        body, content_type = data.draw(st.sampled_from(_valid_bodies()))
+        body = bytearray(body)
+        for _ in range(data.draw(st.integers(1, 6))):
+            at = data.draw(st.integers(0, len(body) - 1))
+            op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+            if op == "flip":
+                body[at] = data.draw(st.integers(0, 255))
+            elif op == "cut":
+                del body[at:at + data.draw(st.integers(1, 64))]
+            else:
+                body[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+            if not body:
+                body = bytearray(b"\x00")
+        body = bytes(body)
+    try:
+        arrays = _decode(body, content_type)
+    except HTTPError as e:
+        assert e.status in (400, 413), (e.status, e.message)
+        return
+    assert len(arrays) == 1 and arrays[0].dtype == np.float32 and arrays[0].ndim == 2 and arrays[0].shape[1] == 16
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+def test_crafted_bodies_are_400_over_http(server, model):
+    _, reference = model
+    x = np.full((1, 16), 0.25, np.float32)
+    for case, body, content_type, fragment in _crafted_bodies(x):
+        status, answer = _post(server, body, content_type)
+        assert status == 400 and re.search(fragment, answer["error"]), (case, status, answer)
+    # the same request as UTF-16 with its charset declared, shallow: honoured
+    status, answer = _post(server, _deep_json(3, x).encode("utf-16"), "application/json; charset=utf-16")
+    assert status == 200
+    np.testing.assert_allclose(answer["outputs"]["output"], reference(x), rtol=1e-5, atol=1e-5)
+    text = server.client.metrics()
+    assert 'code="500"' not in text and "Traceback" not in server.text()
+
+
+def test_client_disconnects_are_not_5xx(server):
+    before = _metric(server.client.metrics(), "pdx_serve_client_disconnects_total")
+    for _ in range(20):
+        with socket.create_connection((server.host, server.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"inputs\": [[")
+            time.sleep(0.02)
+    deadline = time.monotonic() + 10
+    while _metric(text := server.client.metrics(), "pdx_serve_client_disconnects_total") < before + 20:
+        assert time.monotonic() < deadline, text
+        time.sleep(0.05)
+    assert _metric(text, "pdx_serve_client_disconnects_total") == before + 20
+    assert 'code="500"' not in text
+    assert "Traceback" not in server.text() and "ClientDisconnect" not in server.text()
+    assert server.client.ready()
+
+
+def test_oversize_batches_run_in_warm_up_chunks(server, model, rng):
+    """150 distinct row counts over max_batch_size=16: no compile after warm-up, bounded RSS."""
+    _, reference = model
+    client = server.client
+    for rows in (300, 301, 302):  # the first big bodies settle the allocator
+        client.predict("mlp", np.ones((rows, 16), np.float32), binary=True)
+    compiles, rss = server.compiles(), server.rss_mb()
+    assert compiles > 0, "JAX_LOG_COMPILES logged no warm-up compile; the count below would prove nothing"
+    for rows in range(17, 167):
+        x = rng.standard_normal((rows, 16)).astype(np.float32)
+        y = client.predict("mlp", x, binary=True)
+        np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-5)
+    growth = server.rss_mb() - rss
+    print(f"\n150 oversize batch sizes: RSS {rss:.0f} -> {rss + growth:.0f} MB, "
+          f"{server.compiles() - compiles} compiles after warm-up")
+    assert server.compiles() == compiles
+    assert growth < 50, f"RSS grew {growth:.0f} MB"
+    text = client.metrics()
+    assert _metric(text, "pdx_serve_batch_size_bucket", le="16.0") == _metric(text, "pdx_serve_batch_size_count")
+
+
+def test_slow_and_idle_connections_are_closed_after_the_header_timeout(server):
+    from pdx.export import _server_http
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    for name in _server_http.UVICORN_NAMES:  # the uvicorn internals the header timeout relies on
+        assert callable(getattr(H11Protocol, name, None)), name
+
+    def closed_after(send) -> float:
+        with socket.create_connection((server.host, server.port), timeout=10) as sock:
+            started = time.monotonic()
+            send(sock)
+            sock.settimeout(0.25)
+            while True:
+                try:
+                    if sock.recv(1024) == b"":
+                        return time.monotonic() - started
+                except ConnectionResetError:
+                    return time.monotonic() - started
+                except socket.timeout:
+                    assert time.monotonic() - started < 10, "the server never closed the connection"
+                    send_more = getattr(send, "more", None)
+                    if send_more:
+                        send_more(sock)
+
+    def partial_head(sock):
+        sock.sendall(b"POST /v1/models/mlp:predict HTTP/1.1\r\nHost: x\r\n")
+
+    def trickle(sock):
+        sock.sendall(b"GET /health/live HTTP/1.1\r\n")
+
+    trickle.more = lambda sock: sock.sendall(b"X")  # a header byte every 0.25 s, never finished
+    times = [closed_after(f) for f in (partial_head, trickle, lambda sock: None)]
+    print(f"\nslow connections closed after {', '.join(f'{t:.2f}' for t in times)} s "
+          f"(header timeout {HEADER_TIMEOUT_S} s)")
+    assert all(HEADER_TIMEOUT_S * 0.8 < t < HEADER_TIMEOUT_S + 2 for t in times), times
+
+    # a kept-alive connection that answers within the timeout keeps working across requests
+    with Client(server.url) as client:
+        for _ in range(3):
+            assert client.live()
+            time.sleep(HEADER_TIMEOUT_S / 3)
+
+
+def test_sigterm_drains_the_request_in_flight(server, model):
+    """Runs last on the shared server: SIGTERM while a slow call computes; the call is answered."""
+    _, reference = model
+    x = np.full((2, 16), SLOW, np.float32)
+    result = {}
+    thread = threading.Thread(target=lambda: result.setdefault("y", Client(server.url).predict("mlp", x, binary=True)))
+    thread.start()
+    time.sleep(0.5)  # the request is inside the 1.5 s model call
+    code, elapsed = server.stop()
+    thread.join(30)
+    print(f"\nSIGTERM with a request in flight: exit {code} after {elapsed:.2f} s")
+    assert code == 0 and elapsed < 10
+    np.testing.assert_allclose(result["y"], reference(x), rtol=1e-5, atol=1e-5)
+
+
+def test_hung_model_call_marks_not_ready_and_sigterm_still_exits(model, tmp_path):
+    path, reference = model
+    srv = _Server(path, tmp_path / "hung.log", max_batch_size=4, timeout_s=2.0, graceful_timeout_s=5.0)
+    try:
+        client = srv.client
+        hung = {}
+
+        def call():
+            try:
+                client.predict("mlp", np.full((1, 16), HANG, np.float32))
+            except ServerError as e:
+                hung["status"] = e.status_code
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join(10)
+        assert hung == {"status": 504}
+        deadline = time.monotonic() + 10
+        while client.ready():
+            assert time.monotonic() < deadline, "ready stayed 200 while the model call hung"
+            time.sleep(0.1)
+        assert _metric(client.metrics(), "pdx_serve_ready") == 0
+        with pytest.raises(ServerError) as e:
+            Client(srv.url).predict("mlp", np.ones((1, 16), np.float32))
+        assert e.value.status_code == 503 and "running one call" in e.value.message
+    finally:
+        code, elapsed = srv.stop()
+    print(f"\nSIGTERM with a hung model call: exit {code} after {elapsed:.2f} s")
+    assert code == 0 and elapsed < 10
