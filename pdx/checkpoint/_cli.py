@@ -10,8 +10,8 @@
     pdx ckpt prune DIR --keep N             delete all but the newest N steps
 
 Human-readable tables by default, `--json` for scripts. Exit codes: 0 ok,
-1 the check failed (verify found corruption, diff found a difference),
-2 usage error (bad path, bad arguments).
+1 the check failed (verify found corruption of any kind, diff found a
+difference), 2 usage error (bad path, bad arguments).
 """
 
 from __future__ import annotations
@@ -114,6 +114,16 @@ def _emit(args, payload, text: str) -> None:
     print(json.dumps(payload, indent=1) if args.json else text)
 
 
+def _is_step_dir(path: Path) -> bool:
+    """A step directory (committed or not, damaged or not) rather than a directory of steps."""
+    from pdx.checkpoint import _manager, _manifest
+
+    if path.name.endswith(_manager.INCOMPLETE):
+        return True
+    return any(os.path.lexists(path / name) for name in (_manager.STATE, _manifest.COMMITTED, _manifest.MANIFEST,
+                                                          _manifest.META))
+
+
 def _step_dir(path) -> Path:
     """DIR/STEP as given, or the latest committed step of DIR."""
     from pdx.checkpoint import _manager
@@ -122,7 +132,7 @@ def _step_dir(path) -> Path:
     path = Path(path)
     if not path.exists():
         raise _UsageError(f"{path} does not exist")
-    if (path / _manager.STATE).is_dir():
+    if _is_step_dir(path):
         if not is_committed(path):
             from pdx.checkpoint._errors import CheckpointIncompleteError
 
@@ -249,7 +259,7 @@ def _verify(args) -> int:
     if not path.is_dir():
         raise _UsageError(f"{path} is not a directory")
     skipped = []
-    if (path / _manager.STATE).is_dir() or path.name.endswith(_manager.INCOMPLETE):
+    if _is_step_dir(path):
         targets = [path]
     else:  # a whole directory: its committed steps (incomplete ones may be saves in flight)
         targets = [path / str(s) for s in _manager.committed_steps(path)]
@@ -261,7 +271,7 @@ def _verify(args) -> int:
         try:
             manifest = _manifest.verify_step(d)
             results.append({"path": str(d), "ok": True, "files": len(manifest["files"]), "error": None})
-        except CheckpointError as e:
+        except (CheckpointError, OSError) as e:  # OSError: e.g. the step was deleted while being checked
             results.append({"path": str(d), "ok": False, "files": None, "error": f"{type(e).__name__}: {e}"})
     text = "\n".join(f"{'OK  ' if r['ok'] else 'FAIL'}  {r['path']}" + (f"  ({r['files']} files)" if r["ok"] else
                                                                         f"\n      {r['error']}") for r in results)

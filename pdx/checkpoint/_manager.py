@@ -9,6 +9,7 @@ Layout of a checkpoint directory:
         MANIFEST.json         bytes + sha256 of every file above
         COMMITTED             sha256 of MANIFEST.json (written last)
       200.incomplete/         a save in flight or interrupted: never listed
+      50.deleting/            a step being deleted (renamed away first, so readers never see it half gone)
 
 A save writes everything into `<step>.incomplete/`, waits for orbax's write,
 hashes every file into the manifest, writes the marker, and renames the
@@ -33,6 +34,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from pdx._safefile import json_depth
 from pdx.checkpoint import _manifest
 from pdx.checkpoint._errors import (
     CheckpointCorruptError,
@@ -46,8 +48,9 @@ __all__ = ["Checkpoint", "CheckpointManager", "committed_steps", "incomplete_dir
            "restore_step", "step_dir_of"]
 
 STATE = "state"
-META = "pdx_meta.json"
+META = _manifest.META
 INCOMPLETE = ".incomplete"
+DELETING = ".deleting"
 
 # Test-only: with PDX_CKPT_TEST_PAUSE_AT=copy|write|commit a save stops at that point,
 # touches the file named by PDX_CKPT_TEST_SIGNAL and sleeps, so a test can SIGKILL it there.
@@ -96,7 +99,8 @@ def incomplete_dirs(directory) -> list[Path]:
         return []
     out = []
     for p in directory.iterdir():
-        if p.is_dir() and (p.name.endswith(INCOMPLETE) or (p.name.isdigit() and not _manifest.is_committed(p))):
+        if p.is_dir() and (p.name.endswith((INCOMPLETE, DELETING))
+                           or (p.name.isdigit() and not _manifest.is_committed(p))):
             out.append(p)
     return sorted(out, key=lambda p: p.name)
 
@@ -124,12 +128,8 @@ def step_dir_of(directory, step: int | None) -> Path:
 
 
 def read_meta(step_dir) -> dict:
-    """The pdx_meta.json of a step directory."""
-    path = Path(step_dir) / META
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CheckpointCorruptError(f"{path} cannot be read: {e}", path=path) from None
+    """The pdx_meta.json of a step directory (checked to record the directory's step)."""
+    return _manifest.read_meta(Path(step_dir))
 
 
 def _check_leaves(state) -> None:
@@ -143,11 +143,14 @@ def _check_leaves(state) -> None:
 
 def _json_checked(value, name: str):
     try:
-        json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError) as e:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError) as e:
         raise TypeError(
             f"save({name}=...) must be JSON-able (dicts, lists, str, int, float, bool, None); "
             f"got {type(value).__name__}: {e}. Put arrays in `state` instead.") from None
+    depth, limit = json_depth(text), _manifest.MAX_META_DEPTH - 1
+    if depth > limit:  # restore reads pdx_meta.json with this depth limit: never write what it refuses
+        raise ValueError(f"save({name}=...) nests {depth} levels deep, over the limit of {limit}; flatten it")
     return value
 
 
@@ -158,7 +161,12 @@ def _checkpointer() -> ocp.Checkpointer:
 
 def _saved_tree(ckptr, state_dir: Path):
     # orbax finds no item metadata under a relative path: always hand it an absolute one
-    return ckptr.metadata(Path(state_dir).absolute()).item_metadata.tree
+    metadata = ckptr.metadata(Path(state_dir).absolute())
+    item = getattr(metadata, "item_metadata", None)
+    if item is None:
+        raise CheckpointCorruptError(f"{state_dir} has no readable orbax tree metadata (_METADATA)",
+                                     path=Path(state_dir))
+    return item.tree
 
 
 def _path_str(path) -> str:
@@ -511,38 +519,36 @@ class CheckpointManager:
           `Checkpoint(step, state, data_state, metadata)`.
 
         Raises:
-          CheckpointNotFoundError / CheckpointIncompleteError: no such committed step.
-          CheckpointCorruptError: a file fails its manifest check (names the file).
+          CheckpointNotFoundError: no such committed step, or it was deleted (e.g. by another
+            process's retention) while being restored.
+          CheckpointIncompleteError: the step was never committed.
+          CheckpointCorruptError: a file fails its manifest check, is not a regular file, links
+            outside the step, or the step was renamed (names the file).
           CheckpointTopologyError: the arrays were sharded over devices this job lacks
             and neither `shardings` nor sharded `target` leaves say where they go.
         """
         self._check_open()
         self._finish_pending()
         step_dir = step_dir_of(self.directory, step)
-        _manifest.read_manifest(step_dir)
-        if not (self.verify_on_restore if verify is None else verify):
-            meta = read_meta(step_dir)
-            state = restore_step(step_dir, target, shardings, dtype=dtype)
-            return Checkpoint(int(step_dir.name), state, meta.get("data_state"), meta.get("metadata"))
-        # Hash and read side by side (the second reader of each file hits the page cache);
-        # nothing is returned unless every sha256 matched, and when orbax trips over
-        # damaged bytes first, the corruption is what gets reported.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            check = pool.submit(_manifest.verify_step, step_dir)
-            try:
-                meta = read_meta(step_dir)
-                state = restore_step(step_dir, target, shardings, dtype=dtype)
-            except Exception:
-                check.result()
-                raise
-            check.result()
+        verify = self.verify_on_restore if verify is None else verify
+        try:
+            manifest, meta = _manifest.check_step(step_dir)  # before orbax opens any file
+            state = _restore_hashing(step_dir, manifest, verify, lambda: restore_step(
+                step_dir, target, shardings, dtype=dtype))
+        except Exception as e:
+            if not _manifest.is_committed(step_dir):
+                raise CheckpointNotFoundError(
+                    f"step {step_dir.name} in {self.directory} was deleted while it was being restored "
+                    f"(retention by a process saving there, or `pdx ckpt prune`); committed steps now: "
+                    f"{self.all_steps()}") from e
+            raise
         return Checkpoint(int(step_dir.name), state, meta.get("data_state"), meta.get("metadata"))
 
     def verify(self, step: int | None = None) -> None:
         """Check every file of `step` (latest when None) against its manifest.
 
         Raises:
-          CheckpointCorruptError: naming the first file that does not match.
+          CheckpointCorruptError: naming the first file that does not match (see `restore`).
         """
         _manifest.verify_step(step_dir_of(self.directory, step))
 
@@ -551,12 +557,46 @@ class CheckpointManager:
         delete_step(step_dir_of(self.directory, step))
 
 
+def _restore_hashing(step_dir: Path, manifest: dict, verify: bool, read):
+    """`read()` (the orbax restore) with the sha256 check of `step_dir` beside it when `verify`.
+
+    Hash and read side by side (the second reader of each file hits the page cache);
+    nothing is returned unless every sha256 matched. When orbax fails, the files are
+    hashed (verify or not) so that damaged bytes are reported as corruption.
+    """
+    if not verify:
+        try:
+            return read()
+        except Exception:
+            _manifest.hash_step(step_dir, manifest)
+            raise
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        check = pool.submit(_manifest.hash_step, step_dir, manifest)
+        try:
+            state = read()
+        except Exception:
+            check.result()
+            raise
+        check.result()
+    return state
+
+
 def delete_step(step_dir: Path) -> None:
-    """Delete a step directory; the marker goes first so a half-deleted step is never listed."""
-    marker = Path(step_dir) / _manifest.COMMITTED
+    """Delete a step directory.
+
+    It is renamed to `<step>.deleting` first (atomic), so a reader sees the whole
+    committed step or no step, never a half-deleted one; then the marker goes, then the rest.
+    """
+    step_dir = Path(step_dir)
+    doomed = step_dir.with_name(step_dir.name.split(".")[0] + DELETING)
+    if doomed != step_dir:
+        if doomed.exists():
+            shutil.rmtree(doomed)
+        os.rename(step_dir, doomed)
+    marker = doomed / _manifest.COMMITTED
     if marker.exists():
         marker.unlink()
-    shutil.rmtree(step_dir)
+    shutil.rmtree(doomed)
 
 
 def _versions() -> dict:
