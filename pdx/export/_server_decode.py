@@ -147,6 +147,9 @@ def _decode_json(body: bytes, charset: str | None, specs, max_depth: int) -> lis
     if charset is None or charset in ("utf-8", "utf8"):
         # UTF-8, strictly: json.loads(bytes) would guess UTF-16/32 and parse what the depth check never saw
         data = body[len(codecs.BOM_UTF8):] if body.startswith(codecs.BOM_UTF8) else body
+        if b"\x00" in data:  # valid UTF-8, never valid JSON: UTF-16/32 text of ASCII characters
+            raise HTTPError(400, "malformed JSON body: it holds NUL bytes, as UTF-16/32 text does; send UTF-8 "
+                                 "or declare the charset (Content-Type: application/json; charset=utf-16)")
     elif charset in _JSON_CHARSETS:
         try:
             data = body.decode(_JSON_CHARSETS[charset])

@@ -190,8 +190,10 @@ def _bad_deflate(array) -> bytes:
 
 
 def _deep_json(depth: int, x) -> str:
-    """A valid request whose extra field nests `depth` levels."""
-    return '{"inputs": {"x": %s}, "note": %s}' % (json.dumps(x.tolist()), "[" * depth + "]" * depth)
+    """A valid request whose extra field nests `depth` levels between two U+2200 strings: in UTF-16/32
+    that character holds a 0x22 byte, so a scan of the raw bytes sees the brackets inside a string."""
+    return '{"a": "\u2200", "note": %s, "c": "\u2200", "inputs": {"x": %s}}' % (
+        "[" * depth + "]" * depth, json.dumps(x.tolist()))
 
 
 def _crafted_bodies(x) -> list[tuple[str, bytes, str, str]]:
