@@ -6,6 +6,9 @@ real `pdx serve` command in a subprocess on loopback, with dynamic batching
 (--max-batch-size 1), and sends single-image requests from client threads
 (pdx.export.Client, one kept-alive connection per thread), as JSON and as
 .npy. Prints images/s and the p50/p99 request latency seen by the client.
+A last row sends requests larger than --max-batch-size (33 to 96 images, each
+size once) to the batching server: they run in chunks of warm-up batch sizes, so
+the server compiles nothing new; the row prints the server's RSS before/after.
 The reference rows call the loaded predictor in this process with no HTTP at
 all: one image per call (what a server without batching can at best do) and
 32 images per call (the batched upper bound).
@@ -87,6 +90,24 @@ def _load(client, name: str, images: np.ndarray, concurrency: int, binary: bool)
     return len(images) / elapsed, float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
 
 
+def _oversize(client, name: str, images: np.ndarray, pid: int) -> tuple[float, float, float, float]:
+    """Requests of 33..96 rows, each size once: (images/s, p50 ms, RSS MB before, RSS MB after)."""
+    sizes = [n for n in range(33, 97) if n <= len(images)]
+    rss_before = _rss_mb(pid)
+    latencies, start = [], time.perf_counter()
+    for n in sizes:
+        t = time.perf_counter()
+        client.predict(name, images[:n], binary=True)
+        latencies.append((time.perf_counter() - t) * 1e3)
+    per_s = sum(sizes) / (time.perf_counter() - start)
+    return per_s, float(np.percentile(latencies, 50)), rss_before, _rss_mb(pid)
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) / 1024
+
+
 def _direct(predictor, images: np.ndarray, batch: int) -> tuple[float, float]:
     for _ in range(3):
         predictor(images[:batch])
@@ -140,17 +161,23 @@ def main() -> None:
                         rows.append((label, concurrency, ".npy" if binary else "JSON", per_s, p50, p99))
                         print(f"  {label:<36} c={concurrency:<3} {'npy' if binary else 'json':<4} "
                               f"{per_s:8.0f}/s  p50 {p50:7.2f} ms  p99 {p99:7.2f} ms", flush=True)
+                if (max_batch, wait_ms) == (32, 0.0) and os.path.exists(f"/proc/{proc.pid}/status"):
+                    per_s, p50, before, after = _oversize(client, args.model, images, proc.pid)
+                    big = f"{label}, 33-96 img/request (RSS {before:.0f}->{after:.0f} MB)"
+                    rows.append((big, 1, ".npy", per_s, p50, float("nan")))
+                    print(f"  {big}: {per_s:8.0f}/s  p50 {p50:7.2f} ms", flush=True)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(60)
 
     print(f"\n{args.model} {list(shape)}, single-image requests, {args.requests} per row, "
           f"{os.cpu_count()} CPU cores")
-    print(f"| {'setup':<36} | clients | body | images/s | p50 ms | p99 ms |")
-    print(f"|{'-' * 38}|--------:|------|---------:|-------:|-------:|")
+    width = max(36, *(len(r[0]) for r in rows))
+    print(f"| {'setup':<{width}} | clients | body | images/s | p50 ms | p99 ms |")
+    print(f"|{'-' * (width + 2)}|--------:|------|---------:|-------:|-------:|")
     for label, conc, body, per_s, p50, p99 in rows:
         p99_text = "" if np.isnan(p99) else f"{p99:.2f}"
-        print(f"| {label:<36} | {conc!s:>7} | {body:<4} | {per_s:8.0f} | {p50:6.2f} | {p99_text:>6} |")
+        print(f"| {label:<{width}} | {conc!s:>7} | {body:<4} | {per_s:8.0f} | {p50:6.2f} | {p99_text:>6} |")
 
 
 if __name__ == "__main__":
