@@ -3,21 +3,35 @@
 Each op has a Pallas kernel (GPU, Triton lowering; interpret mode elsewhere)
 and a `*_reference` in pure JAX that defines its semantics. `impl="auto"`
 picks the kernel on a GPU when the shapes fit it and the reference elsewhere;
-`set_impl` / `use_impl` override the choice globally. See README.md.
+`set_impl` / `use_impl` override the choice globally. Each op is an `Op`, an
+immutable mapping from implementation name to callable (`OPS`); an
+implementation that cannot take a call raises `Unsupported` and the next one
+runs. See README.md.
 """
 
+import types
+
+from pdx.kernels._cross_entropy import LINEAR_SOFTMAX_CROSS_ENTROPY, SOFTMAX_CROSS_ENTROPY
 from pdx.kernels._cross_entropy import CrossEntropyBlockSizes
 from pdx.kernels._cross_entropy import linear_softmax_cross_entropy
 from pdx.kernels._cross_entropy import linear_softmax_cross_entropy_reference
 from pdx.kernels._cross_entropy import softmax_cross_entropy
 from pdx.kernels._cross_entropy import softmax_cross_entropy_reference
+from pdx.kernels._dispatch import AUTO_ORDER
 from pdx.kernels._dispatch import IMPLS
+from pdx.kernels._dispatch import Op
+from pdx.kernels._dispatch import Unsupported
 from pdx.kernels._dispatch import get_impl
 from pdx.kernels._dispatch import set_impl
 from pdx.kernels._dispatch import use_impl
 from pdx.kernels._flash_attention import AttentionBlockSizes
 from pdx.kernels._flash_attention import flash_attention
+from pdx.kernels._flash_attention import FLASH_ATTENTION
 from pdx.kernels._flash_attention import flash_attention_reference
+from pdx.kernels._flash_attention import flash_attention_unfit
+from pdx.kernels._norms import LAYER_NORM
+from pdx.kernels._norms import NORM_MAX_FEATURES
+from pdx.kernels._norms import RMS_NORM
 from pdx.kernels._norms import NormBlockSizes
 from pdx.kernels._norms import layer_norm
 from pdx.kernels._norms import layer_norm_reference
@@ -25,13 +39,24 @@ from pdx.kernels._norms import rms_norm
 from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
 
+# Every op's registry, by name.
+OPS = types.MappingProxyType({op.name: op for op in (FLASH_ATTENTION, LAYER_NORM, LINEAR_SOFTMAX_CROSS_ENTROPY,
+                                                     RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
+del types
+
 __all__ = [
+    "AUTO_ORDER",
     "IMPLS",
+    "NORM_MAX_FEATURES",
+    "OPS",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",
     "NormBlockSizes",
+    "Op",
+    "Unsupported",
     "flash_attention",
     "flash_attention_reference",
+    "flash_attention_unfit",
     "get_impl",
     "layer_norm",
     "layer_norm_reference",

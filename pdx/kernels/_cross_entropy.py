@@ -332,10 +332,17 @@ def softmax_cross_entropy(logits, labels, *, ignore_index=-100, z_loss=0.0, chun
         raise ValueError(f"pdx.kernels.softmax_cross_entropy: logits must be a float array (..., vocab); got "
                          f"shape={tuple(logits.shape)}, dtype={logits.dtype}")
     labels = _labels("softmax_cross_entropy", labels, logits.shape[:-1])
-    unfit = "logits are empty" if logits.size == 0 else None
-    impl = _dispatch.resolve(impl, op="softmax_cross_entropy", unfit=unfit)
-    if impl == "xla":
-        return softmax_cross_entropy_reference(logits, labels, ignore_index=ignore_index, z_loss=z_loss)
+    return SOFTMAX_CROSS_ENTROPY(impl, logits, labels, ignore_index=ignore_index, z_loss=z_loss,
+                                 chunk_size=chunk_size, block_sizes=block_sizes)
+
+
+def _softmax_ce_xla(logits, labels, *, ignore_index, z_loss, chunk_size, block_sizes):
+    del chunk_size, block_sizes
+    return softmax_cross_entropy_reference(logits, labels, ignore_index=ignore_index, z_loss=z_loss)
+
+
+def _softmax_ce_pallas(logits, labels, *, ignore_index, z_loss, chunk_size, block_sizes):
+    _dispatch.pallas_fits("logits are empty" if logits.size == 0 else None)
     blocks = block_sizes or CrossEntropyBlockSizes()
     if chunk_size is not None:
         blocks = dataclasses.replace(blocks, block_v=pl.next_power_of_2(int(chunk_size)))
@@ -343,6 +350,10 @@ def softmax_cross_entropy(logits, labels, *, ignore_index=-100, z_loss=0.0, chun
                   interpret=_dispatch.interpret())
     vocab = logits.shape[-1]
     return _ce(logits.reshape(-1, vocab), labels.reshape(-1), cfg).reshape(labels.shape)
+
+
+SOFTMAX_CROSS_ENTROPY = _dispatch.Op("softmax_cross_entropy",
+                                     {"pallas": _softmax_ce_pallas, "xla": _softmax_ce_xla})
 
 
 def linear_softmax_cross_entropy(hidden, weight, labels, *, ignore_index=-100, z_loss=0.0, chunk_size=8192,
@@ -381,7 +392,14 @@ def linear_softmax_cross_entropy(hidden, weight, labels, *, ignore_index=-100, z
         raise ValueError(f"pdx.kernels.linear_softmax_cross_entropy: chunk_size must be a positive int; got "
                          f"chunk_size={chunk_size!r}")
     labels = _labels("linear_softmax_cross_entropy", labels, hidden.shape[:-1])
-    _dispatch.requested(impl, op="linear_softmax_cross_entropy")
     ch = _Chunks(size=min(chunk_size, weight.shape[1]), ignore_index=int(ignore_index), z_loss=float(z_loss))
+    return LINEAR_SOFTMAX_CROSS_ENTROPY(impl, hidden, weight, labels, ch)
+
+
+def _linear_ce_chunked(hidden, weight, labels, ch):
     h = hidden.reshape(-1, hidden.shape[-1])
     return _linear_ce(h, weight, labels.reshape(-1), ch).reshape(labels.shape)
+
+
+# One chunked program of XLA GEMMs: every impl name runs it.
+LINEAR_SOFTMAX_CROSS_ENTROPY = _dispatch.Op("linear_softmax_cross_entropy", {"xla": _linear_ce_chunked})

@@ -1,16 +1,23 @@
 """Which implementation of a hot op runs: the Pallas kernel, XLA, or cuDNN.
 
-Every public kernel takes `impl="auto" | "pallas" | "xla" | "cudnn"`:
+Each op is an `Op`: a name and an immutable mapping from implementation name
+to a callable. Every public kernel takes `impl="auto" | "pallas" | "xla" |
+"cudnn"`:
 
-* ``"auto"``: the Pallas kernel on a GPU when the shapes fit it, cuDNN
-  (through `jax.nn.dot_product_attention`) for half-precision attention on a
-  GPU, and the pure-JAX reference (compiled by XLA) everywhere else, CPU and
-  TPU included.
-* ``"pallas"``: the Pallas kernel. On a CPU the same kernel runs in Pallas
-  interpret mode, so tests and users can exercise it anywhere (slowly).
-* ``"xla"``: the pure-JAX reference.
-* ``"cudnn"``: attention only; `jax.nn.dot_product_attention(...,
-  implementation="cudnn")`. Needs a GPU.
+* ``"auto"``: on a GPU the op's implementations in the order `AUTO_ORDER`
+  ("cudnn", "pallas", "xla"), skipping those it does not register or whose
+  `prefer_if` predicate says no; on CPU and TPU the reference ("xla").
+* a name: that implementation alone (an op that does not register it, such
+  as "cudnn" for the norms, runs its reference). On a CPU the Pallas kernels
+  run in Pallas interpret mode, so tests and users can exercise them anywhere
+  (slowly).
+
+An implementation that cannot take a call (shapes, dtype, platform) raises
+`Unsupported` (a `NotImplementedError`) before doing any work; "auto" then
+tries the next one and warns once when it lands on the reference, while a
+call that named that implementation gets a ValueError with the reason and
+the fix. There are no per-op branches here: what an op supports lives next
+to its implementations.
 
 A global override (`set_impl`, or the `use_impl` context manager) replaces
 the requested implementation of every op, which is handy for debugging
@@ -23,16 +30,115 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
+import types
 import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeAlias
 
 import jax
 
-__all__ = ["IMPLS", "get_impl", "resolve", "set_impl", "use_impl"]
+__all__ = ["AUTO_ORDER", "IMPLS", "Impl", "Implementation", "Op", "Unsupported", "get_impl", "set_impl",
+           "use_impl"]
 
-IMPLS = ("auto", "pallas", "xla", "cudnn")
+Impl: TypeAlias = Literal["auto", "pallas", "xla", "cudnn"]
+Implementation: TypeAlias = Literal["pallas", "xla", "cudnn"]
+
+IMPLS: tuple[Impl, ...] = ("auto", "pallas", "xla", "cudnn")
+REFERENCE: Implementation = "xla"
+AUTO_ORDER: tuple[Implementation, ...] = ("cudnn", "pallas", "xla")  # "auto" on a GPU
 
 _OVERRIDE: contextvars.ContextVar[str | None] = contextvars.ContextVar("pdx_kernels_impl", default=None)
 _NOTED: set[tuple[str, str]] = set()
+_FIX = "use impl='auto' or impl='xla'"
+
+
+class Unsupported(NotImplementedError):
+    """Raised by an implementation that cannot run a call; the dispatch tries the next one.
+
+    Args:
+      reason: what about the call the implementation does not support.
+      fix: what a caller who asked for this implementation should do instead.
+
+    Example:
+      >>> def kernel(x):
+      ...     if x.ndim != 2:
+      ...         raise Unsupported(f"x.ndim={x.ndim} is not 2")
+      ...     return x
+    """
+
+    def __init__(self, reason: str, fix: str = _FIX):
+        super().__init__(f"{reason}; {fix}")
+        self.reason = reason
+        self.fix = fix
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Op:
+    """One op's implementations and the choice between them.
+
+    Attributes:
+      name: the op's name, for messages (`pdx.kernels.<name>: ...`).
+      implementations: implementation name -> callable taking the op's
+        arguments; must hold the reference, "xla". Stored read-only.
+      prefer_if: implementation name -> predicate over the same arguments;
+        "auto" tries that implementation only where the predicate is true
+        (e.g. cuDNN attention only for bf16/fp16 with head_dim 64 or 128).
+        A call that names the implementation ignores it.
+
+    Example:
+      >>> double = Op("double", {"xla": lambda x: 2 * x})
+      >>> double("auto", 3)
+      6
+    """
+
+    name: str
+    implementations: Mapping[Implementation, Callable[..., Any]]
+    prefer_if: Mapping[Implementation, Callable[..., bool]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        unknown = sorted(set(self.implementations) - set(IMPLS[1:]))
+        if unknown or REFERENCE not in self.implementations:
+            raise ValueError(f"pdx.kernels.Op({self.name!r}): implementations must be named from "
+                             f"{list(IMPLS[1:])} and include the reference {REFERENCE!r}; got "
+                             f"{list(self.implementations)}")
+        object.__setattr__(self, "implementations", types.MappingProxyType(dict(self.implementations)))
+        object.__setattr__(self, "prefer_if", types.MappingProxyType(dict(self.prefer_if)))
+
+    def candidates(self, impl: Impl, *args, **kwargs) -> tuple[Implementation, ...]:
+        """The implementations a call with `impl` tries, in order (the global override applied)."""
+        impl = requested(impl, op=self.name)
+        if impl != "auto":
+            return (impl if impl in self.implementations else REFERENCE,)
+        if platform() != "gpu":
+            return (REFERENCE,)
+        return tuple(n for n in AUTO_ORDER if n in self.implementations
+                     and (n not in self.prefer_if or self.prefer_if[n](*args, **kwargs)))
+
+    def __call__(self, impl: Impl, *args, **kwargs):
+        """Run the first implementation that takes the call.
+
+        Args:
+          impl: the call's `impl` argument (the global override wins over it).
+          *args, **kwargs: passed to the implementation.
+
+        Raises:
+          ValueError: the named implementation cannot take this call (the
+            message says why and what to use instead).
+        """
+        names = self.candidates(impl, *args, **kwargs)
+        declined = None
+        for name in names:
+            if name == REFERENCE and declined is not None:
+                note(self.name, getattr(declined, "reason", str(declined)))
+            try:
+                return self.implementations[name](*args, **kwargs)
+            except NotImplementedError as e:
+                if len(names) == 1:
+                    raise ValueError(f"pdx.kernels.{self.name}: {e}") from None
+                declined = e
+        raise ValueError(f"pdx.kernels.{self.name}: no implementation of {list(names)} takes this call; "
+                         f"the last said: {declined}")
 
 
 def _check(impl, *, where: str) -> str:
@@ -108,43 +214,13 @@ def note(op: str, reason: str) -> None:
         warnings.warn(f"pdx.kernels.{op}: using the XLA reference because {reason}", stacklevel=3)
 
 
-def resolve(impl: str, *, op: str, unfit: str | None = None, cudnn: bool = False) -> str:
-    """Turn a requested implementation into the one that runs.
-
-    Args:
-      impl: the call's `impl` argument (the global override wins over it).
-      op: the op's name, for messages.
-      unfit: None if the Pallas kernel supports the call's shapes/dtypes,
-        else a short reason why not.
-      cudnn: auto should prefer cuDNN on a GPU (half-precision attention).
-
-    Returns:
-      "pallas", "xla" or "cudnn".
-    """
-    impl = requested(impl, op=op)
-    on = platform()
-    if impl == "cudnn":
-        if op != "flash_attention":
-            return "xla"
-        if on != "gpu":
-            raise ValueError(f"pdx.kernels.{op}: impl='cudnn' needs a GPU but the default backend is {on!r}; "
-                             "use impl='auto' or impl='xla'")
-        return "cudnn"
-    if impl == "pallas":
-        if unfit is not None:
-            raise ValueError(f"pdx.kernels.{op}: the Pallas kernel does not support this call: {unfit}; "
-                             "use impl='auto' or impl='xla'")
-        if on == "tpu":
-            raise ValueError(f"pdx.kernels.{op}: the Pallas kernels target GPUs (Triton); on TPU use impl='xla'")
-        return "pallas"
-    if impl == "xla" or on != "gpu":
-        return "xla"
-    if cudnn:
-        return "cudnn"
+def pallas_fits(unfit: str | None) -> None:
+    """Raise `Unsupported` unless a Pallas kernel can run here: `unfit` is None
+    (the kernel takes the call's shapes/dtypes) and the platform is not TPU."""
     if unfit is not None:
-        note(op, unfit)
-        return "xla"
-    return "pallas"
+        raise Unsupported(f"the Pallas kernel does not support this call: {unfit}")
+    if platform() == "tpu":
+        raise Unsupported("the Pallas kernels target GPUs (Triton), not TPU", "use impl='xla'")
 
 
 def interpret() -> bool:

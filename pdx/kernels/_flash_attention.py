@@ -30,7 +30,7 @@ from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
 
-__all__ = ["AttentionBlockSizes", "flash_attention", "flash_attention_reference"]
+__all__ = ["AttentionBlockSizes", "flash_attention", "flash_attention_reference", "flash_attention_unfit"]
 
 # Finite so that fully masked rows stay NaN-free: exp2(MASK - MASK) = 1, and
 # any visible logit makes exp2(MASK - m) = 0.
@@ -531,8 +531,13 @@ def _validate(q, k, v, segment_ids, bias):
     return q_seg, kv_seg
 
 
-def kernel_unfit(q):
-    """None if the Pallas kernel supports q's head_dim and dtype, else the reason it does not."""
+def flash_attention_unfit(q):
+    """None if the Pallas flash-attention kernel supports q's head_dim and dtype, else the reason it does not.
+
+    Example:
+      >>> flash_attention_unfit(jnp.ones((1, 8, 2, 96)))
+      'head_dim=96 is not one of (16, 32, 64, 128, 256)'
+    """
     d = q.shape[-1]
     if d not in HEAD_DIMS:
         return f"head_dim={d} is not one of {HEAD_DIMS}"
@@ -541,17 +546,39 @@ def kernel_unfit(q):
     return None
 
 
-def choose_impl(q, impl, *, segments=False, bias=False):
-    """The implementation `flash_attention(q, ..., impl=impl)` runs: "pallas", "xla" or "cudnn".
+def _attention_xla(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_sizes):
+    del block_sizes
+    segments = None if q_seg is None else (q_seg, kv_seg)
+    return flash_attention_reference(q, k, v, causal=causal, segment_ids=segments, bias=bias, scale=scale)
 
-    On a GPU, "auto" prefers cuDNN for bf16/fp16 with head_dim 64 or 128, no
-    segment ids (jax.nn.dot_product_attention cannot take them) and no bias
-    (whose gradient cuDNN supports only for some shapes), else the Pallas
-    kernel when it supports the head_dim and dtype, else XLA.
-    """
-    half = q.dtype in (jnp.bfloat16, jnp.float16)
-    return _dispatch.resolve(impl, op="flash_attention", unfit=kernel_unfit(q),
-                             cudnn=half and not segments and not bias and q.shape[-1] in (64, 128))
+
+def _attention_cudnn(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_sizes):
+    del kv_seg, block_sizes
+    if _dispatch.platform() != "gpu":
+        raise _dispatch.Unsupported(f"impl='cudnn' needs a GPU but the default backend is {_dispatch.platform()!r}")
+    if q_seg is not None:
+        raise _dispatch.Unsupported("impl='cudnn' does not take segment_ids", "use impl='pallas' or impl='xla'")
+    return jax.nn.dot_product_attention(q, k, v, bias=bias, is_causal=causal, scale=scale, implementation="cudnn")
+
+
+def _cudnn_preferred(q, k, v, q_seg, kv_seg, bias, **_):
+    """"auto" takes cuDNN for bf16/fp16 with head_dim 64 or 128, no segment ids
+    (jax.nn.dot_product_attention cannot take them) and no bias (whose gradient
+    cuDNN supports only for some shapes)."""
+    return q.dtype in (jnp.bfloat16, jnp.float16) and q_seg is None and bias is None and q.shape[-1] in (64, 128)
+
+
+def _attention_pallas(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_sizes):
+    _dispatch.pallas_fits(flash_attention_unfit(q))
+    blocks = (block_sizes or AttentionBlockSizes()).fit(q.shape[1], k.shape[1])
+    cfg = _Config(scale=scale, causal=bool(causal), blocks=blocks, interpret=_dispatch.interpret())
+    return _flash(q, k, v, q_seg, kv_seg, bias, cfg)
+
+
+FLASH_ATTENTION = _dispatch.Op(
+    "flash_attention",
+    {"cudnn": _attention_cudnn, "pallas": _attention_pallas, "xla": _attention_xla},
+    prefer_if={"cudnn": _cudnn_preferred})
 
 
 def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale=None, impl="auto",
@@ -571,7 +598,7 @@ def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale
         differentiable (its gradient costs O(seq_len_q * seq_len_k) memory).
       scale: logit scale, default 1 / sqrt(head_dim).
       impl: "auto", "pallas", "xla" or "cudnn" (see `pdx.kernels` and the
-        module docstring of `_dispatch`). The Pallas kernel supports head_dim
+        module docstring of `pdx.kernels._dispatch`). The Pallas kernel supports head_dim
         in (16, 32, 64, 128, 256); "auto" falls back to XLA for others.
       block_sizes: `AttentionBlockSizes` for the Pallas kernel.
 
@@ -588,15 +615,4 @@ def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale
     bias = None if bias is None else jnp.asarray(bias)
     q_seg, kv_seg = _validate(q, k, v, segment_ids, bias)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    impl = choose_impl(q, impl, segments=q_seg is not None, bias=bias is not None)
-    segments = None if q_seg is None else (q_seg, kv_seg)
-    if impl == "xla":
-        return flash_attention_reference(q, k, v, causal=causal, segment_ids=segments, bias=bias, scale=scale)
-    if impl == "cudnn":
-        if q_seg is not None:
-            raise _err("impl='cudnn' does not take segment_ids; use impl='pallas' or impl='xla'")
-        return jax.nn.dot_product_attention(q, k, v, bias=bias, is_causal=causal, scale=scale,
-                                            implementation="cudnn")
-    blocks = (block_sizes or AttentionBlockSizes()).fit(q.shape[1], k.shape[1])
-    cfg = _Config(scale=scale, causal=bool(causal), blocks=blocks, interpret=_dispatch.interpret())
-    return _flash(q, k, v, q_seg, kv_seg, bias, cfg)
+    return FLASH_ATTENTION(impl, q, k, v, q_seg, kv_seg, bias, causal=causal, scale=scale, block_sizes=block_sizes)

@@ -9,7 +9,7 @@ the custom_vjp and the validating wrappers.
 Statistics are float32 whatever the input dtype (bf16/fp16 inputs under AMP
 stay stable); the output has x's dtype. A row of `n` features is held in one
 power-of-two tile of `n_pad >= n` columns with masked loads, so any `n` up to
-`MAX_FEATURES` works without padding copies; rows beyond the array are masked
+`NORM_MAX_FEATURES` works without padding copies; rows beyond the array are masked
 too.
 """
 
@@ -26,10 +26,10 @@ from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
 
-__all__ = ["NormBlockSizes", "layer_norm", "layer_norm_reference", "rms_norm", "rms_norm_reference",
-           "rms_norm_with_rstd"]
+__all__ = ["NORM_MAX_FEATURES", "NormBlockSizes", "layer_norm", "layer_norm_reference", "rms_norm",
+           "rms_norm_reference", "rms_norm_with_rstd"]
 
-MAX_FEATURES = 65536
+NORM_MAX_FEATURES = 65536  # the largest last axis the Pallas norm kernels take
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +250,13 @@ def _check(op, x, params):
         if p is not None and tuple(p.shape) != (n,):
             raise ValueError(f"pdx.kernels.{op}: {name}.shape={tuple(p.shape)} must be (n,) = ({n},), the size of "
                              f"x's last axis (x.shape={tuple(x.shape)})")
-    if n > MAX_FEATURES:
-        return f"the last axis has {n} > {MAX_FEATURES} features"
+
+
+def _unfit(x):
+    """None if the Pallas norm kernels take x, else the reason they do not."""
+    n = x.shape[-1]
+    if n > NORM_MAX_FEATURES:
+        return f"the last axis has {n} > {NORM_MAX_FEATURES} features"
     if x.size == 0:
         return "x is empty"
     return None
@@ -265,6 +270,33 @@ def _run(x, w, b, *, centered, eps, block_sizes):
                   interpret=_dispatch.interpret())
     y, rstd = _norm(x.reshape(-1, n), w, b, cfg)
     return y.reshape(x.shape), rstd.reshape(x.shape[:-1])
+
+
+def _rms_norm_xla(x, weight, *, eps, block_sizes):
+    del block_sizes
+    xf = x.astype(jnp.float32)
+    rstd = lax.rsqrt(jnp.mean(xf * xf, axis=-1) + eps)
+    return rms_norm_reference(x, weight, eps=eps), rstd
+
+
+def _rms_norm_pallas(x, weight, *, eps, block_sizes):
+    _dispatch.pallas_fits(_unfit(x))
+    return _run(x, weight, None, centered=False, eps=eps, block_sizes=block_sizes)
+
+
+def _layer_norm_xla(x, weight, bias, *, eps, block_sizes):
+    del block_sizes
+    return layer_norm_reference(x, weight, bias, eps=eps)
+
+
+def _layer_norm_pallas(x, weight, bias, *, eps, block_sizes):
+    _dispatch.pallas_fits(_unfit(x))
+    return _run(x, weight, bias, centered=True, eps=eps, block_sizes=block_sizes)[0]
+
+
+# rms_norm_with_rstd's implementations return (y, rstd); layer_norm's return y.
+RMS_NORM = _dispatch.Op("rms_norm", {"pallas": _rms_norm_pallas, "xla": _rms_norm_xla})
+LAYER_NORM = _dispatch.Op("layer_norm", {"pallas": _layer_norm_pallas, "xla": _layer_norm_xla})
 
 
 def rms_norm_with_rstd(x, weight=None, *, eps=1e-6, impl="auto", block_sizes=None):
@@ -283,12 +315,8 @@ def rms_norm_with_rstd(x, weight=None, *, eps=1e-6, impl="auto", block_sizes=Non
     """
     x = jnp.asarray(x)
     weight = None if weight is None else jnp.asarray(weight)
-    impl = _dispatch.resolve(impl, op="rms_norm", unfit=_check("rms_norm", x, {"weight": weight}))
-    if impl == "xla":
-        xf = x.astype(jnp.float32)
-        rstd = lax.rsqrt(jnp.mean(xf * xf, axis=-1) + eps)
-        return rms_norm_reference(x, weight, eps=eps), rstd
-    return _run(x, weight, None, centered=False, eps=eps, block_sizes=block_sizes)
+    _check("rms_norm", x, {"weight": weight})
+    return RMS_NORM(impl, x, weight, eps=eps, block_sizes=block_sizes)
 
 
 def rms_norm(x, weight=None, *, eps=1e-6, impl="auto", block_sizes=None):
@@ -331,8 +359,5 @@ def layer_norm(x, weight=None, bias=None, *, eps=1e-5, impl="auto", block_sizes=
     x = jnp.asarray(x)
     weight = None if weight is None else jnp.asarray(weight)
     bias = None if bias is None else jnp.asarray(bias)
-    impl = _dispatch.resolve(impl, op="layer_norm",
-                             unfit=_check("layer_norm", x, {"weight": weight, "bias": bias}))
-    if impl == "xla":
-        return layer_norm_reference(x, weight, bias, eps=eps)
-    return _run(x, weight, bias, centered=True, eps=eps, block_sizes=block_sizes)[0]
+    _check("layer_norm", x, {"weight": weight, "bias": bias})
+    return LAYER_NORM(impl, x, weight, bias, eps=eps, block_sizes=block_sizes)

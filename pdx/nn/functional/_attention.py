@@ -26,8 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._random import next_key
-from pdx.kernels import _dispatch
-from pdx.kernels._flash_attention import choose_impl, flash_attention, kernel_unfit
+from pdx import kernels as K
 from pdx.nn.functional._args import array, compiled, error
 
 __all__ = ["scaled_dot_product_attention"]
@@ -126,7 +125,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if training and 0.0 < dropout_p < 1.0:
         key_rng = next_key(key_rng, op=op)
     return _sdpa(query, key, value, attn_mask, dropout_p if training else 0.0, is_causal, scale, enable_gqa, key_rng,
-                 _dispatch.requested("auto", op=op))
+                 K.get_impl() or "auto")
 
 
 @compiled("query", "key", "value", "attn_mask", "key_rng")
@@ -164,12 +163,26 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
     mask = None if attn_mask is None else _attention_mask(attn_mask, b, hq, sq, sk)
     scale = scale or (1.0 / math.sqrt(d) if d else 1.0)
     fused = dropout_p == 0.0 and value.shape[-1] == d and (mask is None or mask.dtype != jnp.bool_) \
-        and query.dtype == key.dtype == value.dtype and kernel_unfit(query) is None
+        and query.dtype == key.dtype == value.dtype and K.flash_attention_unfit(query) is None
+    args = (query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl)
     if dropout_p >= 1.0:
         out = jnp.zeros((b, sq, hq, value.shape[-1]), query.dtype)
-    elif fused and choose_impl(query, impl, bias=mask is not None) != "xla":
-        out = flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
+    elif fused:
+        out = _ATTENTION(impl, *args)
     else:
-        out = _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
-                              dropout_key=key_rng)
+        out = _attention_reference(*args)
     return out if batched else out[0]
+
+
+def _attention_kernel(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    # pdx.kernels.flash_attention picks cuDNN or its Pallas kernel for `impl` itself.
+    return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
+
+
+def _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    return _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+                           dropout_key=key_rng)
+
+
+_ATTENTION = K.Op("flash_attention", {"cudnn": _attention_kernel, "pallas": _attention_kernel,
+                                      "xla": _attention_reference})

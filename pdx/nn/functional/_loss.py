@@ -16,8 +16,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from pdx.kernels import _cross_entropy as _kernels
-from pdx.kernels import _dispatch
+from pdx import kernels as K
 from pdx.ops._common import normalize_axis
 from pdx.nn.functional._args import array, check_reduction, compiled, error, float_array, reduce
 
@@ -92,7 +91,7 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
       1.3863
     """
     return _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, axis, use_softmax,
-                          label_smoothing, _dispatch.requested("auto", op="cross_entropy"))
+                          label_smoothing, K.get_impl() or "auto")
 
 
 @compiled("input", "label", "weight")
@@ -150,13 +149,8 @@ def _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, ax
     safe = jnp.where(valid, hard, 0).astype(jnp.int32)
     fused = use_softmax and weight is None and input.dtype in (jnp.float32, jnp.bfloat16, jnp.float16) \
         and input.size > 0
-    if fused and _dispatch.resolve(impl, op="softmax_cross_entropy") != "xla":
-        per_token = _kernels.softmax_cross_entropy(jnp.moveaxis(input, ax, -1), jnp.squeeze(hard, ax),
-                                                   ignore_index=ignore_index, impl=impl)
-        loss = jnp.expand_dims(per_token, ax).astype(input.dtype)
-    else:
-        picked = jnp.take_along_axis(logp, safe, axis=ax)
-        loss = jnp.where(valid, -picked, 0)
+    args = (input, hard, ax, logp, safe, valid, ignore_index, impl)
+    loss = _HARD_LABEL_LOSS(impl, *args) if fused else _hard_label_loss(*args)
     w = None
     if weight is not None:
         w = jnp.where(valid, weight[safe], 0)
@@ -172,6 +166,21 @@ def _cross_entropy(input, label, weight, ignore_index, reduction, soft_label, ax
             return jnp.sum(loss) / jnp.where(denom == 0, 1, denom)
         return jnp.mean(loss)
     return jnp.squeeze(loss, ax) if squeeze else loss
+
+
+def _hard_label_loss_kernel(input, hard, ax, logp, safe, valid, ignore_index, impl):  # noqa: A002
+    per_token = K.softmax_cross_entropy(jnp.moveaxis(input, ax, -1), jnp.squeeze(hard, ax),
+                                        ignore_index=ignore_index, impl=impl)
+    return jnp.expand_dims(per_token, ax).astype(input.dtype)
+
+
+def _hard_label_loss(input, hard, ax, logp, safe, valid, ignore_index, impl):  # noqa: A002
+    picked = jnp.take_along_axis(logp, safe, axis=ax)
+    return jnp.where(valid, -picked, 0)
+
+
+# Per-position loss of hard labels: the fused kernel where the dispatch picks it.
+_HARD_LABEL_LOSS = K.Op("softmax_cross_entropy", {"pallas": _hard_label_loss_kernel, "xla": _hard_label_loss})
 
 
 @compiled("logits", "label")

@@ -16,8 +16,7 @@ import jax.numpy as jnp
 from flax.nnx.nn import normalization as _flax_norm
 import numpy as np
 
-from pdx.kernels import _dispatch
-from pdx.kernels import _norms as _kernels
+from pdx import kernels as K
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
 __all__ = [
@@ -143,13 +142,14 @@ def _norm_shape(x, normalized_shape, op):
     return shape
 
 
-def _kernel_unfit(x, shape):
-    """Why the fused norm kernels cannot take x (None if they can)."""
+def _kernel_fits(x, shape):
+    """Raise `pdx.kernels.Unsupported` when the fused norm kernels cannot take x."""
     if x.dtype not in (jnp.float32, jnp.bfloat16, jnp.float16):
-        return f"dtype {x.dtype} is not float32, bfloat16 or float16"
-    if prod(shape) > _kernels.MAX_FEATURES or x.size == 0:
-        return f"normalized size {prod(shape)} is empty or above {_kernels.MAX_FEATURES}"
-    return None
+        raise K.Unsupported(f"the Pallas kernel does not support this call: dtype {x.dtype} is not float32, "
+                            "bfloat16 or float16")
+    if prod(shape) > K.NORM_MAX_FEATURES or x.size == 0:
+        raise K.Unsupported(f"the Pallas kernel does not support this call: normalized size {prod(shape)} is "
+                            f"empty or above {K.NORM_MAX_FEATURES}")
 
 
 def _affine_param(v, name, shape, op):
@@ -178,7 +178,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
       >>> F.layer_norm(jnp.arange(6.0).reshape(2, 3), 3).shape
       (2, 3)
     """
-    return _layer_norm(x, normalized_shape, weight, bias, epsilon, _dispatch.requested("auto", op="layer_norm"))
+    return _layer_norm(x, normalized_shape, weight, bias, epsilon, K.get_impl() or "auto")
 
 
 @compiled("x", "weight", "bias")
@@ -190,17 +190,27 @@ def _layer_norm(x, normalized_shape, weight, bias, epsilon, impl):
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     w = _affine_param(weight, "weight", shape, op)
     b = _affine_param(bias, "bias", shape, op)
-    if _dispatch.resolve(impl, op="layer_norm", unfit=_kernel_unfit(x, shape)) != "xla":
-        n = prod(shape)
-        return _kernels.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
-                                   None if w is None else w.reshape(n), None if b is None else b.reshape(n),
-                                   eps=epsilon, impl=impl).reshape(x.shape)
+    return _LAYER_NORM(impl, x, shape, axes, w, b, epsilon, impl)
+
+
+def _layer_norm_kernel(x, shape, axes, w, b, epsilon, impl):
+    _kernel_fits(x, shape)
+    n = prod(shape)
+    return K.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
+                        None if w is None else w.reshape(n), None if b is None else b.reshape(n),
+                        eps=epsilon, impl=impl).reshape(x.shape)
+
+
+def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
     # flax's normalization helpers (float32 statistics, one-pass variance):
     # XLA:CPU fuses their backward pass markedly better than our own
     # formulations of the same math (GPT-mini step 1.01x vs 1.13x of
     # hand-written JAX, benchmarks/RESULTS.md).
     mean, var = _flax_norm._compute_stats(x, axes, None, use_fast_variance=True)
     return _flax_norm._normalize(x, mean, var, w, b, axes, axes, x.dtype, epsilon)
+
+
+_LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "xla": _layer_norm_flax})
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noqa: A002  (Paddle's name)
@@ -224,7 +234,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noq
       >>> out.shape, invvar.shape
       ((2, 4), (2,))
     """
-    return _rms_norm(input, normalized_shape, weight, eps, _dispatch.requested("auto", op="rms_norm"))
+    return _rms_norm(input, normalized_shape, weight, eps, K.get_impl() or "auto")
 
 
 @compiled("input", "weight")
@@ -234,19 +244,29 @@ def _rms_norm(input, normalized_shape, weight, eps, impl):  # noqa: A002
     x = float_array(input, op=op, name="input")
     shape = _norm_shape(x, normalized_shape, op)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
-    if _dispatch.resolve(impl, op="rms_norm", unfit=_kernel_unfit(x, shape)) != "xla":
-        n = prod(shape)
-        w = _affine_param(weight, "weight", shape, op)
-        out, inv = _kernels.rms_norm_with_rstd(x.reshape(*x.shape[:x.ndim - len(shape)], n),
-                                               None if w is None else w.reshape(n), eps=eps, impl=impl)
-        return out.reshape(x.shape), inv.reshape(-1)
+    return _RMS_NORM(impl, x, shape, axes, weight, eps, impl)
+
+
+def _rms_norm_kernel(x, shape, axes, weight, eps, impl):
+    _kernel_fits(x, shape)
+    n = prod(shape)
+    w = _affine_param(weight, "weight", shape, "rms_norm")
+    out, inv = K.rms_norm_with_rstd(x.reshape(*x.shape[:x.ndim - len(shape)], n),
+                                    None if w is None else w.reshape(n), eps=eps, impl=impl)
+    return out.reshape(x.shape), inv.reshape(-1)
+
+
+def _rms_norm_jnp(x, shape, axes, weight, eps, impl):
     xs = x.astype(_stat_dtype(x.dtype))
     inv = jax.lax.rsqrt(jnp.mean(xs * xs, axis=axes, keepdims=True) + eps)
     out = xs * inv
-    w = _affine_param(weight, "weight", shape, op)
+    w = _affine_param(weight, "weight", shape, "rms_norm")
     if w is not None:
         out = out * w.astype(out.dtype)
     return out.astype(x.dtype), inv.reshape(-1).astype(jnp.float32)
+
+
+_RMS_NORM = K.Op("rms_norm", {"pallas": _rms_norm_kernel, "xla": _rms_norm_jnp})
 
 
 @compiled("x", "running_mean", "running_var", "weight", "bias")
