@@ -83,6 +83,7 @@ class _Service:
         self.predictor = None
         self.output_dtypes: list[str] = []
         self.warmed_up = False
+        self.draining = False
         self.load_error: str | None = None
         self.batcher: Batcher | None = None
         self.metrics = Metrics(name or "", max_batch_size)
@@ -102,6 +103,18 @@ class _Service:
             await self.batcher.stop()
         if self.worker is not None:
             self.worker.stop()  # a daemon thread: a hung model call does not hold up the exit
+
+    def begin_drain(self, grace_s: float) -> None:
+        """Shutdown began: report not ready, and answer 503 to requests still waiting on the model
+        shortly before `grace_s` runs out (uvicorn would cancel them, answering 500)."""
+        self.draining = True
+
+        def abort() -> None:
+            if self.batcher is not None:
+                self.batcher.abort(f"server is shutting down; the model did not answer within "
+                                   f"--graceful-timeout-s {grace_s:g} s")
+
+        asyncio.get_running_loop().call_later(grace_s - min(0.5, grace_s / 2), abort)
 
     async def _load_and_warm_up(self) -> None:
         try:
@@ -163,6 +176,8 @@ class _Service:
         """Why `/health/ready` answers 503, or None when it answers 200."""
         if self.load_error is not None:
             return f"model failed to load: {self.load_error}"
+        if self.draining:
+            return "shutting down"
         if not self.warmed_up:
             return "loading and warming up the model"
         busy = self.worker.busy_for()
@@ -407,7 +422,7 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
     """
     import uvicorn
 
-    from pdx.export._server_http import header_timeout_protocol
+    from pdx.export._server_http import draining_server, header_timeout_protocol
 
     _check_seconds("serve", header_timeout_s=(header_timeout_s, True), keep_alive_s=(keep_alive_s, True),
                    graceful_timeout_s=(graceful_timeout_s, False))
@@ -432,7 +447,7 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
     config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
                             http=header_timeout_protocol(header_timeout_s), timeout_keep_alive=keep_alive_s,
                             timeout_graceful_shutdown=graceful_timeout_s)
-    server = uvicorn.Server(config)
+    server = draining_server(config, on_shutdown=lambda: app.state.service.begin_drain(graceful_timeout_s))
     if ready_message:
         where = f"[{host}]" if family == socket.AF_INET6 else host
         print(f"pdx serve: listening on http://{where}:{bound_port}", flush=True)

@@ -44,8 +44,10 @@ class ModelWorker:
 
     Example:
       >>> import asyncio
+      >>> async def add(worker):
+      ...     return await worker.run(sum, [1, 2])
       >>> worker = ModelWorker()
-      >>> asyncio.run(asyncio.wait_for(worker.run(sum, [1, 2]), 5))
+      >>> asyncio.run(add(worker))
       3
       >>> worker.stop()
     """
@@ -124,6 +126,7 @@ class Batcher:
         self._timeout = batch_timeout_s
         self.max_queue = max_queue
         self.queue: collections.deque[_Job] = collections.deque()
+        self._running: list[_Job] = []
         self._added = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -142,10 +145,14 @@ class Batcher:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        while self.queue:
-            job = self.queue.popleft()
+        self.abort("server is shutting down")
+
+    def abort(self, message: str) -> None:
+        """Answer every queued and running job 503 `message` (the model call itself cannot be stopped)."""
+        for job in [*self.queue, *self._running]:
             if not job.future.done():
-                job.future.set_exception(HTTPError(503, "server is shutting down"))
+                job.future.set_exception(HTTPError(503, message))
+        self.queue.clear()
 
     def submit(self, arrays: list) -> _Job:
         if len(self.queue) >= self.max_queue:
@@ -204,6 +211,13 @@ class Batcher:
         return outputs
 
     async def _execute(self, batch: list[_Job]) -> None:
+        self._running = batch
+        try:
+            await self._execute_running(batch)
+        finally:
+            self._running = []
+
+    async def _execute_running(self, batch: list[_Job]) -> None:
         try:
             if batch[0].key is None:
                 _resolve(batch[0], await self._call(batch[0].arrays, batch[0].rows))
@@ -217,7 +231,7 @@ class Batcher:
             return
         if outputs is None:  # the outputs do not keep the batch dim: rerun each request on its own
             for job in batch:
-                await self._execute([dataclasses.replace(job, key=None)])
+                await self._execute_running([dataclasses.replace(job, key=None)])
             return
         offset = 0
         for job in batch:

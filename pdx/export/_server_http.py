@@ -1,4 +1,5 @@
-"""uvicorn's HTTP/1.1 protocol (h11) with a header timeout: the one place pdx touches uvicorn internals.
+"""uvicorn's HTTP/1.1 protocol (h11) with a header timeout, and a server that announces its
+shutdown: the one place pdx touches uvicorn internals.
 
 uvicorn closes a kept-alive connection only when it stays silent for
 `timeout_keep_alive` seconds after a response; a client that sends part of a
@@ -8,22 +9,40 @@ head within `header_timeout_s` of opening, and again of each response being
 sent; otherwise it is closed. Bodies have their own budget in the app
 (`--timeout-s`, answered 408).
 
+On shutdown uvicorn waits `timeout_graceful_shutdown` for requests in flight,
+then cancels them (a 500 and a logged traceback each); `draining_server` calls
+back first, so the app can answer them itself before that happens.
+
 Relies on `uvicorn.protocols.http.h11_impl.H11Protocol` and its
 `connection_made`, `handle_events`, `on_response_complete`, `connection_lost`,
-`loop`, `transport` and `cycle.response_complete` (present since uvicorn 0.13);
-tests/export/test_server_hardening.py names them.
+`loop`, `transport` and `cycle.response_complete`, and on `uvicorn.Server.shutdown`
+(all present since uvicorn 0.13); tests/export/test_server_hardening.py names them.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["header_timeout_protocol", "UVICORN_NAMES"]
+__all__ = ["draining_server", "header_timeout_protocol", "UVICORN_NAMES"]
 
-# What this module relies on, checked by the tests.
-UVICORN_NAMES = ("connection_made", "handle_events", "on_response_complete", "connection_lost")
+# What this module relies on, checked by the tests: (class, method names).
+UVICORN_NAMES = ((H11Protocol, ("connection_made", "handle_events", "on_response_complete", "connection_lost")),
+                 (uvicorn.Server, ("shutdown",)))
+
+
+def draining_server(config: uvicorn.Config, on_shutdown: Callable[[], None]) -> uvicorn.Server:
+    """A `uvicorn.Server` that calls `on_shutdown()` (on the event loop) as its graceful shutdown begins."""
+
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            on_shutdown()
+            await super().shutdown(sockets=sockets)
+
+    return DrainingServer(config)
 
 
 def header_timeout_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:

@@ -118,6 +118,7 @@ class _Server:
             code = self.proc.wait()
         elapsed = time.monotonic() - started
         self.client.close()
+        self.output = self.text()
         self.log.close()
         return code, elapsed
 
@@ -398,8 +399,10 @@ def test_slow_and_idle_connections_are_closed_after_the_header_timeout(server):
     from pdx.export import _server_http
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    for name in _server_http.UVICORN_NAMES:  # the uvicorn internals the header timeout relies on
-        assert callable(getattr(H11Protocol, name, None)), name
+    for cls, names in _server_http.UVICORN_NAMES:  # the uvicorn internals pdx serve relies on
+        for name in names:
+            assert callable(getattr(cls, name, None)), (cls, name)
+    assert _server_http.UVICORN_NAMES[0][0] is H11Protocol
 
     def closed_after(send) -> float:
         with socket.create_connection((server.host, server.port), timeout=10) as sock:
@@ -437,19 +440,32 @@ def test_slow_and_idle_connections_are_closed_after_the_header_timeout(server):
             time.sleep(HEADER_TIMEOUT_S / 3)
 
 
-def test_sigterm_drains_the_request_in_flight(server, model):
-    """Runs last on the shared server: SIGTERM while a slow call computes; the call is answered."""
+def test_sigterm_drains_requests_in_flight_and_exits_despite_a_hung_call(server, model):
+    """Runs last on the shared server: SIGTERM while a slow call computes and a call that will hang
+    waits behind it. The slow one is answered, the hung one gets 503 before the grace period ends."""
     _, reference = model
-    x = np.full((2, 16), SLOW, np.float32)
+    slow, hang = np.full((2, 16), SLOW, np.float32), np.full((1, 16), HANG, np.float32)
     result = {}
-    thread = threading.Thread(target=lambda: result.setdefault("y", Client(server.url).predict("mlp", x, binary=True)))
-    thread.start()
-    time.sleep(0.5)  # the request is inside the 1.5 s model call
+
+    def call(key, x):
+        try:
+            result[key] = Client(server.url).predict("mlp", x, binary=True)
+        except ServerError as e:
+            result[key] = (e.status_code, e.message)
+
+    threads = [threading.Thread(target=call, args=("slow", slow)), threading.Thread(target=call, args=("hang", hang))]
+    threads[0].start()
+    time.sleep(0.3)  # the slow request is inside its 1.5 s model call; the other queues behind it
+    threads[1].start()
+    time.sleep(0.2)
     code, elapsed = server.stop()
-    thread.join(30)
-    print(f"\nSIGTERM with a request in flight: exit {code} after {elapsed:.2f} s")
+    for t in threads:
+        t.join(30)
+    print(f"\nSIGTERM with a slow and a hung request in flight: exit {code} after {elapsed:.2f} s")
     assert code == 0 and elapsed < 10
-    np.testing.assert_allclose(result["y"], reference(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result["slow"], reference(slow), rtol=1e-5, atol=1e-5)
+    assert result["hang"][0] == 503 and "shutting down" in result["hang"][1], result["hang"]
+    assert "Traceback" not in server.output and "Exception in ASGI" not in server.output, server.output
 
 
 def test_hung_model_call_marks_not_ready_and_sigterm_still_exits(model, tmp_path):
@@ -481,3 +497,4 @@ def test_hung_model_call_marks_not_ready_and_sigterm_still_exits(model, tmp_path
         code, elapsed = srv.stop()
     print(f"\nSIGTERM with a hung model call: exit {code} after {elapsed:.2f} s")
     assert code == 0 and elapsed < 10
+    assert "Traceback" not in srv.output, srv.output
