@@ -35,13 +35,19 @@ class Graph:
     `is_current()` says whether that structure still holds: nnx's structure
     version has not moved (any attribute of any nnx object set or deleted,
     any Variable's metadata changed), or it moved but this graph's own
-    fingerprint is unchanged. Plain lists/dicts inside the graph change in
-    place without moving the version, so a graph holding any is
-    fingerprinted on every check.
+    fingerprint is unchanged.
+
+    Plain lists/dicts inside the graph (`self.blocks = []` on a Layer, an
+    optimizer's state dicts) change in place without moving the version; each
+    check compares their lengths (an item appended, inserted or removed), and
+    the full fingerprint compares their items whenever the version moves. An
+    item replaced in place (`self.blocks[0] = other`) with no other change
+    anywhere is not seen: use `nnx.List`/`pdx.nn.LayerList` or assign the
+    attribute anew.
     """
 
     __slots__ = ("objs", "variables", "nodes", "containers", "graph_id", "version",
-                 "_fingerprint", "_container_fingerprint")
+                 "_fingerprint", "_sizes")
 
     def __init__(self, objs: Sequence, graph_ids: dict | None = None):
         self.objs = list(objs)
@@ -63,23 +69,21 @@ class Graph:
                     self.containers.append(node)
         self.graph_id = None
         self.version = version
-        self._fingerprint = self._container_fingerprint = None
+        self._fingerprint = self._sizes = None
         if graph_ids is not None:
             # Static structure (layer configs, train/eval flags) decides a trace:
             # equal structures share compiled code, different ones never do.
             graphdef = nnx.graphdef(tuple(objs)) if objs else None
             self.graph_id = graph_ids.setdefault(graphdef, len(graph_ids))
             self._fingerprint = _nnx.structure_fingerprint(self.nodes, self.variables, self.containers)
-            if self.containers:
-                self._container_fingerprint = _nnx.Fingerprint(_nnx.container_items(self.containers))
+            self._sizes = tuple(map(len, self.containers))
 
     def is_current(self) -> bool:
         """True while the objects keep the structure this Graph was read from
         (only for a Graph built with `graph_ids`)."""
         version = _nnx.structure_version()
         if version == self.version:
-            return (self._container_fingerprint is None
-                    or _nnx.Fingerprint(_nnx.container_items(self.containers)) == self._container_fingerprint)
+            return not self.containers or tuple(map(len, self.containers)) == self._sizes
         if _nnx.structure_fingerprint(self.nodes, self.variables, self.containers) != self._fingerprint:
             return False
         self.version = version
@@ -90,9 +94,7 @@ class Graph:
 
     def write(self, updates: dict) -> None:
         """Store new values {variable index: value} (outside any trace)."""
-        variables = self.variables
-        for i, value in updates.items():
-            _nnx.store_value(variables[i], value)
+        _nnx.store_values(self.variables, updates)
 
 
 def run_with_values(graph: Graph, values: Sequence, fn: Callable, *args, **kwargs):

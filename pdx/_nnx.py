@@ -33,10 +33,11 @@ from flax import nnx
 from flax.nnx import tracers as nnx_tracers
 
 __all__ = [
+    "STRUCTURE",
     "Fingerprint",
-    "container_items",
     "mutable_in_trace",
     "store_value",
+    "store_values",
     "stored_value",
     "stored_values",
     "structure_fingerprint",
@@ -49,9 +50,9 @@ _chain = itertools.chain.from_iterable
 
 
 # -- values ---------------------------------------------------------------------------------------
-def stored_value(variable: nnx.Variable):
-    """The value a Variable stores (no copy, no hooks)."""
-    return _raw(variable)
+# stored_value(variable): the value a Variable stores (no copy, no hooks). A slot
+# getter rather than a function: pdx.jit maps it over every threaded Variable per call.
+stored_value = _raw
 
 
 def stored_values(variables: Iterable[nnx.Variable]) -> list:
@@ -67,6 +68,13 @@ def store_value(variable: nnx.Variable, value) -> None:
     after it, a converted `if` writes branch results inside a `lax.cond`).
     """
     object.__setattr__(variable, "_raw_value", value)
+
+
+def store_values(variables: Sequence[nnx.Variable], updates: dict) -> None:
+    """`store_value(variables[i], value)` for each `{i: value}` of `updates` (pdx.jit's write-back)."""
+    setattr_ = object.__setattr__
+    for i, value in updates.items():
+        setattr_(variables[i], "_raw_value", value)
 
 
 @contextlib.contextmanager
@@ -94,25 +102,27 @@ def mutable_in_trace(variables: Sequence[nnx.Variable], nodes: Sequence[nnx.Pytr
 
 # -- structure --------------------------------------------------------------------------------------
 class _Version:
+    """`.value`: see `structure_version` (read directly on per-call paths)."""
+
     __slots__ = ("value",)
 
     def __init__(self):
         self.value = 0
 
 
-_VERSION = _Version()
+STRUCTURE = _Version()
 
 
 def structure_version() -> int:
     """A counter that moves whenever an attribute of any nnx object is set or deleted
     or any Variable's metadata changes (it may also move for unrelated objects)."""
-    return _VERSION.value
+    return STRUCTURE.value
 
 
 def _counting(method):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        _VERSION.value += 1
+        STRUCTURE.value += 1
         return method(self, *args, **kwargs)
 
     wrapper.__pdx_counts_structure__ = True
@@ -175,14 +185,7 @@ def structure_fingerprint(nodes: Sequence[nnx.Pytree], variables: Sequence[nnx.V
     metadata = list(map(_metadata, variables))
     objects = [*map(type, nodes), *_chain(_chain(map(dict.items, attrs))),
                *map(type, variables), *_chain(_chain(map(dict.items, metadata)))]
-    objects += container_items(containers)
+    for c in containers:  # plain lists/dicts change in place, which no nnx hook sees
+        objects.append(c)  # (separates one container's items from the next one's)
+        objects.extend(_chain(c.items()) if isinstance(c, dict) else c)
     return Fingerprint(objects)
-
-
-def container_items(containers: Sequence) -> list:
-    """The keys and items of plain lists/dicts: they change in place, which no nnx hook sees."""
-    out: list = []
-    for c in containers:
-        out.append(c)  # (separates one container's items from the next one's)
-        out.extend(_chain(c.items()) if isinstance(c, dict) else c)
-    return out

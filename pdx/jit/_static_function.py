@@ -169,6 +169,9 @@ def _classify(cls: type) -> str:
     return kind
 
 
+_STRUCTURE, _stored_value = _nnx.STRUCTURE, _nnx.stored_value
+
+
 def _reject_nested_state(container, where: str, fn: str) -> None:
     items = container.values() if isinstance(container, dict) else container
     if any(is_graph_node(x) for x in items):
@@ -204,7 +207,8 @@ class _CallPlan:
         for holder, name, obj in self.free:
             if (holder[name] if name is not None else holder.cell_contents) is not obj:
                 return False
-        return self.graph.is_current()
+        graph = self.graph
+        return (graph.version == _STRUCTURE.value and not graph.containers) or graph.is_current()
 
 
 def _is_library(func) -> bool:
@@ -324,7 +328,7 @@ class StaticFunction:
         # graph holds the same objects) because resetting costs per-call time.
         self._current = graph
         try:
-            out, updates = self._jitted(static, _nnx.stored_values(graph.variables), dyn_args, dyn_kwargs)
+            out, updates = self._jitted(static, list(map(_stored_value, graph.variables)), dyn_args, dyn_kwargs)
         except jax.errors.UnexpectedTracerError as e:
             if not _dy2static_runtime.compiled_loop_locations:
                 raise
