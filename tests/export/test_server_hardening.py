@@ -81,7 +81,8 @@ class _Server:
 
     def __init__(self, path, log_path, **options):
         self.log = open(log_path, "w+")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", JAX_LOG_COMPILES="1")
+        # every compile logged, none served from a persistent cache: the count is exact
+        env = dict(os.environ, PYTHONUNBUFFERED="1", JAX_LOG_COMPILES="1", JAX_ENABLE_COMPILATION_CACHE="false")
         self.proc = subprocess.Popen([sys.executable, "-c", SERVER_SCRIPT, str(path), json.dumps(options)],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 120
