@@ -6,11 +6,24 @@ header's metadata carries `pdx.tree`, the JSON skeleton of the object
 (containers, numbers, strings) with arrays replaced by their tensor names.
 Any safetensors reader (Hugging Face, PyTorch) can open it; loading it
 builds only arrays and JSON values.
+
+Reading follows pdx's loader rule (`pdx._safefile`): the file must be a
+regular file (a link is resolved first; a FIFO or device is refused), the
+header length is checked against the file size and a cap before it is read,
+the header and the skeleton are parsed as UTF-8 JSON with depth limits,
+every tensor's dtype, shape and byte range is checked (tensors tile the data
+section exactly, as the safetensors spec says), and the skeleton may use only
+the node kinds `save` writes, each tensor exactly once (so the output is
+never larger than the file). Every failure is a `CheckpointCorruptError`
+naming the file. A safetensors file carries no checksum: flipped bits in
+tensor data load as different numbers.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -18,8 +31,10 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
-import safetensors
 import safetensors.numpy
+
+from pdx._safefile import load_json, open_regular
+from pdx.checkpoint._errors import CheckpointCorruptError
 
 __all__ = ["save", "load", "save_safetensors", "load_safetensors"]
 
@@ -27,7 +42,14 @@ _TREE_KEY = "pdx.tree"
 _FORMAT_KEY = "format"
 _FORMAT = "pdx"
 _SEP = "/"
-_DTYPES = {"BF16": ml_dtypes.bfloat16, "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2}
+_DTYPES = {name: np.dtype(dtype) for name, dtype in {
+    "BOOL": np.bool_, "U8": "<u1", "I8": "<i1", "U16": "<u2", "I16": "<i2", "U32": "<u4", "I32": "<i4",
+    "U64": "<u8", "I64": "<i8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "C64": "<c8",
+    "BF16": ml_dtypes.bfloat16, "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2}.items()}
+MAX_HEADER_BYTES = 100 << 20  # the safetensors spec's own limit
+_HEADER_DEPTH = 3  # {name: {"shape": [...]}}
+MAX_NESTING = 60  # containers inside containers that pdx.save accepts
+MAX_TREE_DEPTH = 2 * MAX_NESTING + 2  # JSON levels of the skeleton: a dict or tuple node is two
 
 
 def _to_numpy(value, where: str) -> np.ndarray | None:
@@ -45,6 +67,8 @@ def _to_numpy(value, where: str) -> np.ndarray | None:
 
 def _encode(obj, path: tuple, tensors: dict):
     where = repr(_SEP.join(path)) if path else "the object"
+    if len(path) > MAX_NESTING:  # pdx.load refuses deeper skeletons: never write one
+        raise ValueError(f"pdx.save: {where} nests more than {MAX_NESTING} containers deep; flatten the object")
     array = _to_numpy(obj, where)
     if array is not None:
         if array.dtype.hasobject:
@@ -71,48 +95,153 @@ def _encode(obj, path: tuple, tensors: dict):
                     "(no pickle, by design)")
 
 
-def _decode(node, tensors: dict, convert):
-    if isinstance(node, dict):
-        if "__tensor__" in node:
-            return convert(tensors[node["__tensor__"]])
-        if "__tuple__" in node:
-            return tuple(_decode(v, tensors, convert) for v in node["__tuple__"])
-        return {k: _decode(v, tensors, convert) for k, v in node["__dict__"].items()}
-    if isinstance(node, list):
-        return [_decode(v, tensors, convert) for v in node]
-    return node
+class _Tree:
+    """Decodes a `pdx.tree` skeleton: the node kinds `_encode` writes, each tensor used exactly once."""
+
+    def __init__(self, tensors: dict, convert, path: Path):
+        self.tensors, self.convert, self.path = tensors, convert, path
+        self.used: set[str] = set()
+
+    def fail(self, why: str):
+        raise CheckpointCorruptError(f"pdx.load({str(self.path)!r}): the pdx.tree skeleton {why}; the file was not "
+                                     "written by pdx.save (or was altered)", path=self.path)
+
+    def decode(self, node):
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v) for v in node]
+        if isinstance(node, dict) and len(node) == 1:
+            (kind, value), = node.items()
+            if kind == "__tensor__" and isinstance(value, str):
+                return self.tensor(value)
+            if kind == "__tuple__" and isinstance(value, list):
+                return tuple(self.decode(v) for v in value)
+            if kind == "__dict__" and isinstance(value, dict):
+                return {k: self.decode(v) for k, v in value.items()}
+        self.fail(f"has a node that is none of JSON scalar, list, {{'__tensor__': name}}, {{'__tuple__': [...]}}, "
+                  f"{{'__dict__': {{...}}}}: {json.dumps(node)[:120]}")
+
+    def tensor(self, name: str):
+        if name not in self.tensors:
+            self.fail(f"references tensor {name!r}, which the file does not hold")
+        if name in self.used:  # pdx.save writes each tensor once: sharing would multiply the output
+            self.fail(f"references tensor {name!r} more than once")
+        self.used.add(name)
+        return self.convert(self.tensors[name])
+
+    def load(self, text: str):
+        tree = load_json(text.encode("utf-8", "surrogatepass"), what=f"the pdx.tree skeleton of {str(self.path)!r}",
+                         max_depth=MAX_TREE_DEPTH, error=_corrupt(self.path))
+        obj = self.decode(tree)
+        unused = sorted(set(self.tensors) - self.used)
+        if unused:
+            self.fail(f"does not reference the file's tensor(s) {unused[:5]}")
+        return obj
+
+
+def _corrupt(path: Path):
+    return lambda message: CheckpointCorruptError(message, path=path)
+
+
+def _read_exact(fd: int, n: int, path: Path) -> bytearray:
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = os.readv(fd, [view[got:]])
+        if k == 0:
+            raise CheckpointCorruptError(f"{str(path)!r} ended after {got} of {n} bytes (it changed while being read)",
+                                         path=path)
+        got += k
+    return buf
+
+
+def _header_entries(header, data_len: int, path: Path) -> tuple[list[tuple], dict]:
+    """Validated `(name, dtype, shape, start, end)` of every tensor, sorted by offset, and the metadata."""
+    def bad(why: str):
+        raise CheckpointCorruptError(f"{str(path)!r} is not a valid safetensors file: {why}", path=path)
+
+    if not isinstance(header, dict):
+        bad(f"the header is a JSON {type(header).__name__}, not an object")
+    meta = header.get("__metadata__", {})
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        bad("__metadata__ must map str to str")
+    entries = []
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            bad(f"tensor {name!r} has entry {str(entry)[:120]} (want dtype, shape, data_offsets)")
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+        if not isinstance(dtype, str) or dtype not in _DTYPES:
+            bad(f"tensor {name!r} has dtype {str(dtype)[:40]!r}; known: {sorted(_DTYPES)}")
+        ints = lambda v: isinstance(v, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                                     for d in v)  # noqa: E731
+        if not ints(shape) or not ints(offsets) or len(offsets) != 2 or offsets[0] > offsets[1]:
+            bad(f"tensor {name!r} has shape {str(shape)[:80]} and data_offsets {str(offsets)[:80]} "
+                "(want lists of non-negative ints, start <= end)")
+        nbytes = math.prod(shape) * _DTYPES[dtype].itemsize
+        if nbytes != offsets[1] - offsets[0]:
+            bad(f"tensor {name!r} of shape {shape} and dtype {dtype} needs {nbytes} bytes, "
+                f"its data_offsets {offsets} hold {offsets[1] - offsets[0]}")
+        entries.append((name, _DTYPES[dtype], tuple(shape), offsets[0], offsets[1]))
+    entries.sort(key=lambda e: (e[3], e[4]))
+    end = 0
+    for name, _, _, start, stop in entries:  # the spec: tensors tile the data buffer, no gaps or overlaps
+        if start != end:
+            bad(f"tensor {name!r} starts at byte {start}, expected {end} (gaps or overlapping tensors)")
+        end = stop
+    if end != data_len:
+        bad(f"the tensors cover {end} bytes but the data section holds {data_len}")
+    return entries, meta
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Tensors and metadata of a safetensors file, every header field checked before use."""
+    fd, size = _open(path)
+    try:
+        return _read_fd(fd, size, path)
+    finally:
+        os.close(fd)
+
+
+def _open(path: Path) -> tuple[int, int]:
+    # A file named explicitly may be a link (Hugging Face's cache links snapshots to blobs);
+    # what it resolves to must be a regular file.
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"pdx.load: no file at {str(path)!r}")
+    return open_regular(os.path.realpath(path), what=f"weights file {str(path)!r} (resolved)",
+                        error=_corrupt(path))
+
+
+def _read_fd(fd: int, size: int, path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    if size < 8:
+        raise CheckpointCorruptError(f"{str(path)!r} has {size} bytes: too short for a safetensors header", path=path)
+    header_len = int.from_bytes(_read_exact(fd, 8, path), "little")
+    if header_len > min(MAX_HEADER_BYTES, size - 8):
+        raise CheckpointCorruptError(
+            f"{str(path)!r} declares a {header_len}-byte safetensors header, but the file has {size} bytes "
+            f"(and headers are capped at {MAX_HEADER_BYTES}): not a safetensors file", path=path)
+    header = load_json(_read_exact(fd, header_len, path), what=f"safetensors header of {str(path)!r}",
+                       max_depth=_HEADER_DEPTH, error=_corrupt(path))
+    data_len = size - 8 - header_len
+    entries, meta = _header_entries(header, data_len, path)
+    data = _read_exact(fd, data_len, path)
     tensors = {}
-    with safetensors.safe_open(str(path), framework="np") as f:
-        meta = f.metadata() or {}
-        for name in f.keys():
-            dtype = f.get_slice(name).get_dtype()
-            if dtype in _DTYPES:  # numpy has no bfloat16/fp8: read the bits, view as ml_dtypes
-                tensors[name] = _read_raw(path, name)
-            else:
-                tensors[name] = f.get_tensor(name)
+    for name, dtype, shape, start, stop in entries:
+        array = np.frombuffer(data, dtype, count=(stop - start) // dtype.itemsize, offset=start) if stop > start \
+            else np.zeros(0, dtype)
+        if dtype == np.bool_ and array.view(np.uint8).max(initial=0) > 1:
+            raise CheckpointCorruptError(f"{str(path)!r}: bool tensor {name!r} holds bytes other than 0 and 1",
+                                         path=path)
+        tensors[name] = array.reshape(shape)
     return tensors, meta
 
 
-def _read_raw(path: Path, name: str) -> np.ndarray:
-    with open(path, "rb") as fh:
-        header_len = int.from_bytes(fh.read(8), "little")
-        header = json.loads(fh.read(header_len))
-        entry = header[name]
-        start, end = entry["data_offsets"]
-        fh.seek(8 + header_len + start)
-        buf = fh.read(end - start)
-    return np.frombuffer(buf, dtype=_DTYPES[entry["dtype"]]).reshape(entry["shape"]).copy()
-
-
-def _is_pickle(path: Path) -> bool:
-    with open(path, "rb") as f:
-        head = f.read(9)
+def _is_pickle(fd: int) -> bool:
+    head = os.pread(fd, 9, 0)
     # safetensors: 8-byte header length, then the JSON header's "{"; pickle 2+: 0x80, protocol
-    looks_safetensors = len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < path.stat().st_size
-    return not looks_safetensors and head[:1] == b"\x80"
+    return head[:1] == b"\x80" and head[8:9] != b"{"
 
 
 def save(obj, path, protocol: int = 4, **configs) -> None:
@@ -135,10 +264,10 @@ def save(obj, path, protocol: int = 4, **configs) -> None:
     """
     path = Path(path)
     tensors: dict[str, np.ndarray] = {}
-    tree = _encode(obj, (), tensors)
+    tree = json.dumps(_encode(obj, (), tensors))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    safetensors.numpy.save_file(tensors, str(tmp), metadata={_FORMAT_KEY: _FORMAT, _TREE_KEY: json.dumps(tree)})
+    safetensors.numpy.save_file(tensors, str(tmp), metadata={_FORMAT_KEY: _FORMAT, _TREE_KEY: tree})
     tmp.replace(path)
 
 
@@ -146,8 +275,8 @@ def load(path, *, return_numpy: bool = False, **configs):
     """Load what `pdx.save` wrote (Paddle's `paddle.load`).
 
     Also reads any safetensors file (as a flat dict name -> array) and Paddle
-    `.pdparams` pickles through `load_pdparams`'s allow-list unpickler, which
-    only builds arrays and containers and never runs code from the file.
+    `.pdparams` pickles through `load_pdparams`, a parser of the pickle opcode
+    stream that builds only arrays and containers and never runs code from the file.
 
     Args:
       path: the file.
@@ -156,23 +285,35 @@ def load(path, *, return_numpy: bool = False, **configs):
 
     Returns:
       The saved object.
+
+    Raises:
+      FileNotFoundError: nothing at `path`.
+      CheckpointCorruptError: not a regular file (FIFO, device), a malformed safetensors
+        header, or a `pdx.tree` skeleton that `pdx.save` would not write (unknown node kinds,
+        a tensor used twice or never, nesting past the limit); names the file.
+
+    Example:
+      >>> pdx.save({"w": pdx.ones([2]), "epoch": 3}, "/tmp/x.pdparams")
+      >>> pdx.load("/tmp/x.pdparams")["epoch"]
+      3
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"pdx.load: no file at {str(path)!r}")
     convert = (lambda a: a) if return_numpy else jnp.asarray
-    if _is_pickle(path):
+    fd, size = _open(path)
+    try:
+        pickled = _is_pickle(fd)
+        if not pickled:
+            tensors, meta = _read_fd(fd, size, path)
+    finally:
+        os.close(fd)
+    if pickled:
         from pdx.checkpoint._pdparams import load_pdparams
 
         obj = load_pdparams(path)
         return obj if return_numpy else jax.tree.map(
             lambda v: convert(v) if isinstance(v, np.ndarray) else v, obj)
-    try:
-        tensors, meta = _read(path)
-    except Exception as e:  # safetensors raises its own error types for bad headers
-        raise ValueError(f"pdx.load({str(path)!r}): not a safetensors file written by pdx.save: {e}") from None
     if meta.get(_FORMAT_KEY) == _FORMAT and _TREE_KEY in meta:
-        return _decode(json.loads(meta[_TREE_KEY]), tensors, convert)
+        return _Tree(tensors, convert, path).load(meta[_TREE_KEY])
     return {k: convert(v) for k, v in tensors.items()}
 
 

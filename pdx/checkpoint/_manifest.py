@@ -258,17 +258,24 @@ def recorded_step_of(step_dir: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def read_meta(step_dir: Path) -> dict:
+def read_meta(step_dir: Path, *, sha256: str | None = None) -> dict:
     """`pdx_meta.json` of a step directory, checked to record the step the directory is named for.
 
+    Args:
+      step_dir: the step directory.
+      sha256: when given (the manifest's entry), the bytes must hash to it.
+
     Raises:
-      CheckpointCorruptError: unreadable, not a JSON object, or recording another step.
+      CheckpointCorruptError: unreadable, not a JSON object, recording another step, or
+        not matching `sha256`.
     """
     step_dir = Path(step_dir)
     path = step_dir / META
-    meta = load_json(read_file(path, max_bytes=MAX_META_BYTES, what="checkpoint metadata", root=step_dir,
-                               error=_corrupt(path)),
-                     what=f"checkpoint metadata {path}", max_depth=MAX_META_DEPTH, error=_corrupt(path))
+    blob = read_file(path, max_bytes=MAX_META_BYTES, what="checkpoint metadata", root=step_dir, error=_corrupt(path))
+    if sha256 is not None and hashlib.sha256(blob).hexdigest() != sha256:
+        raise CheckpointCorruptError(f"{path} fails its sha256 check: the data-iterator state and metadata are "
+                                     "damaged; restore another step", path=path)
+    meta = load_json(blob, what=f"checkpoint metadata {path}", max_depth=MAX_META_DEPTH, error=_corrupt(path))
     if not isinstance(meta, dict):
         raise CheckpointCorruptError(f"{path} is a JSON {type(meta).__name__}, not an object", path=path)
     recorded, named = meta.get("step"), recorded_step_of(step_dir)
@@ -285,8 +292,9 @@ def read_meta(step_dir: Path) -> dict:
 def check_step(step_dir: Path) -> tuple[dict, dict]:
     """Everything about a committed step except the file hashes; `(manifest, meta)`.
 
-    Fast (no data is read), and run before any file is handed to orbax, so a
-    special file or an outside link is refused instead of read.
+    Fast (no array data is read; the small pdx_meta.json is hashed), and run
+    before any file is handed to orbax, so a special file or an outside link
+    is refused instead of read.
 
     Raises:
       CheckpointIncompleteError: the step has no commit marker.
@@ -309,7 +317,7 @@ def check_step(step_dir: Path) -> tuple[dict, dict]:
         raise CheckpointCorruptError(
             f"{step_dir / extra[0]} is not in the manifest ({len(extra)} unlisted file(s)): something wrote "
             "into the checkpoint after it was committed", path=step_dir / extra[0])
-    return manifest, read_meta(step_dir)
+    return manifest, read_meta(step_dir, sha256=files[META]["sha256"])
 
 
 def hash_step(step_dir: Path, manifest: dict) -> None:
