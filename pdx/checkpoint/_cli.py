@@ -182,6 +182,7 @@ def _flat(tree) -> dict:
 # -- subcommands ------------------------------------------------------------------------------------
 def _ls(args) -> int:
     from pdx.checkpoint import _manager
+    from pdx.checkpoint._errors import CheckpointError
 
     directory = Path(args.directory)
     if not directory.is_dir():
@@ -189,8 +190,11 @@ def _ls(args) -> int:
     rows = []
     for step in _manager.committed_steps(directory):
         d = directory / str(step)
-        meta = _manager.read_meta(d)
-        rows.append({"step": step, "status": "committed", "bytes": _dir_bytes(d), "time": meta.get("time"),
+        try:
+            meta, status = _manager.read_meta(d), "committed"
+        except CheckpointError:  # listed all the same; `pdx ckpt verify` says what is wrong
+            meta, status = {}, "damaged"
+        rows.append({"step": step, "status": status, "bytes": _dir_bytes(d), "time": meta.get("time"),
                      "path": str(d)})
     for d in _manager.incomplete_dirs(directory):
         mtime = datetime.datetime.fromtimestamp(d.stat().st_mtime, datetime.timezone.utc)

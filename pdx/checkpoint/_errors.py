@@ -17,7 +17,9 @@ class CheckpointError(Exception):
 
 
 class CheckpointCorruptError(CheckpointError):
-    """A stored file does not match the checkpoint's manifest (bit rot, truncation, tampering).
+    """A stored file fails a check: it does not match the manifest (bit rot, truncation, tampering),
+    is not a regular file or links outside its directory, the step was renamed, or a weights file
+    is malformed.
 
     Attributes:
       path: the file (or step directory) that failed the check.

@@ -293,6 +293,7 @@ def load(path, *, return_numpy: bool = False, **configs):
         a tensor used twice or never, nesting past the limit); names the file.
 
     Example:
+      >>> import pdx
       >>> pdx.save({"w": pdx.ones([2]), "epoch": 3}, "/tmp/x.pdparams")
       >>> pdx.load("/tmp/x.pdparams")["epoch"]
       3

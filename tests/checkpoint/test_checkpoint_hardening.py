@@ -183,6 +183,9 @@ def test_renamed_or_copied_step_is_refused(tmp_path, capsys):
         assert _verify_exit(tmp_path / str(step), capsys) == 1
     with pytest.raises(CheckpointCorruptError):
         mgr.restore()  # the latest step (99) is the copy
+    assert _ckpt_command()("ls", str(tmp_path), "--json") == 0  # still listed, marked
+    assert {r["step"]: r["status"] for r in json.loads(capsys.readouterr().out)} == {
+        1: "committed", 50: "damaged", 99: "damaged"}
     _assert_state(mgr.restore(1).state, 1)
 
 
