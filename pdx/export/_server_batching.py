@@ -178,7 +178,7 @@ class Batcher:
                 await self._added.wait()
             first = self.queue.popleft()
             batch, rows = [first], first.rows
-            if first.key is not None:
+            if first.key is not None and self.batching:
                 deadline = loop.time() + self._timeout
                 while rows < self.max_batch_size:
                     self._added.clear()
@@ -218,25 +218,23 @@ class Batcher:
             self._running = []
 
     async def _execute_running(self, batch: list[_Job]) -> None:
-        try:
-            if batch[0].key is None:
-                _resolve(batch[0], await self._call(batch[0].arrays, batch[0].rows))
+        if self.batching and batch[0].key is not None:
+            try:
+                outputs = await self._run_chunked(batch)
+            except Exception as e:  # the model failed: every request in the batch gets the reason
+                _fail(batch, e)
                 return
-            outputs = await self._run_chunked(batch)
-        except Exception as e:  # the model failed: every request in the batch gets the reason
-            _log.exception("model execution failed")
-            for job in batch:
-                if not job.future.done():
-                    job.future.set_exception(HTTPError(500, f"model execution failed: {type(e).__name__}: {e}"))
-            return
-        if outputs is None:  # the outputs do not keep the batch dim: rerun each request on its own
-            for job in batch:
-                await self._execute_running([dataclasses.replace(job, key=None)])
-            return
-        offset = 0
-        for job in batch:
-            _resolve(job, [o[offset:offset + job.rows] for o in outputs])
-            offset += job.rows
+            if outputs is not None:
+                offset = 0
+                for job in batch:
+                    _resolve(job, [o[offset:offset + job.rows] for o in outputs])
+                    offset += job.rows
+                return
+        for job in batch:  # one request at a time, at its own shapes
+            try:
+                _resolve(job, await self._call(job.arrays, job.rows))
+            except Exception as e:
+                _fail([job], e)
 
     async def _run_chunked(self, batch: list[_Job]) -> list | None:
         """The batch's outputs, run in chunks of warm-up sizes; None when batching had to be turned off."""
@@ -264,6 +262,13 @@ def _pad(array: np.ndarray, rows: int) -> np.ndarray:
     if rows == have:
         return array
     return np.concatenate([array, np.zeros((rows - have,) + array.shape[1:], array.dtype)])
+
+
+def _fail(batch: list[_Job], error: Exception) -> None:
+    _log.exception("model execution failed", exc_info=error)
+    for job in batch:
+        if not job.future.done():
+            job.future.set_exception(HTTPError(500, f"model execution failed: {type(error).__name__}: {error}"))
 
 
 def _resolve(job: _Job, outputs) -> None:

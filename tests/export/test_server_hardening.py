@@ -127,7 +127,7 @@ class _Server:
 def server(model, tmp_path_factory):
     path, _ = model
     srv = _Server(path, tmp_path_factory.mktemp("logs") / "serve.log", max_batch_size=16, max_body_bytes=LIMIT,
-                  timeout_s=10.0, header_timeout_s=HEADER_TIMEOUT_S, graceful_timeout_s=5.0)
+                  timeout_s=10.0, header_timeout_s=HEADER_TIMEOUT_S, graceful_timeout_s=3.0)
     yield srv
     if srv.proc.poll() is None:
         code, _ = srv.stop()
@@ -338,6 +338,48 @@ def test_decoder_fuzz_answers_arrays_or_400(data):
         assert e.status in (400, 413), (e.status, e.message)
         return
     assert len(arrays) == 1 and arrays[0].dtype == np.float32 and arrays[0].ndim == 2 and arrays[0].shape[1] == 16
+
+
+def test_batcher_runs_only_warm_up_sizes_and_survives_batching_turning_off():
+    """Without HTTP: a rowwise model sees only batch_sizes(max) rows per call, however big the
+    requests; a model that reduces over rows turns batching off, and requests queued with
+    batch keys before that still run (alone, at their own shapes)."""
+    import asyncio
+
+    from pdx.export._server_batching import Batcher, ModelWorker
+    from pdx.export._server_metrics import Metrics, batch_sizes
+
+    async def run(fn, jobs, max_batch_size):
+        seen = []
+
+        def model(inputs):
+            seen.append(inputs[0].shape[0])
+            return fn(inputs[0])
+
+        worker = ModelWorker()
+        batcher = Batcher(model, worker, Metrics("m", max_batch_size), batching=True,
+                          max_batch_size=max_batch_size, batch_timeout_s=0.0, max_queue=64)
+        submitted = [batcher.submit([x]) for x in jobs]  # all queued before the loop starts
+        batcher.start()
+        try:
+            outputs = await asyncio.wait_for(asyncio.gather(*(j.future for j in submitted)), 30)
+        finally:
+            await batcher.stop()
+            worker.stop()
+        return [o[0] for o in outputs], seen, batcher.batching
+
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((n, 3)).astype(np.float32) for n in (1, 40, 3, 7, 2, 19)]
+    outputs, seen, batching = asyncio.run(run(lambda x: [x * 2.0], xs, 8))
+    assert batching and set(seen) <= set(batch_sizes(8)), seen
+    for x, y in zip(xs, outputs):
+        np.testing.assert_array_equal(y, x * 2.0)
+
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+    outputs, seen, batching = asyncio.run(run(lambda x: [x.sum(axis=0, keepdims=True)], xs, 2))
+    assert not batching
+    for x, y in zip(xs, outputs):
+        np.testing.assert_allclose(y, x.sum(axis=0, keepdims=True), rtol=1e-6)
 
 
 # --------------------------------------------------------------------------- over HTTP
