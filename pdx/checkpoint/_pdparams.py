@@ -29,7 +29,9 @@ shape is refused with `PickleRefusedError`, as is anything over the limits.
 from __future__ import annotations
 
 import collections
+import gc
 import math
+import os
 import pickletools
 import struct
 
@@ -42,7 +44,7 @@ __all__ = ["load_pdparams", "PickleRefusedError"]
 
 DEFAULT_MAX_BYTES = 32 << 30
 DEFAULT_MAX_DEPTH = 64
-DEFAULT_MAX_ELEMENTS = 4_000_000
+DEFAULT_MAX_ELEMENTS = 1_000_000
 # A shared reference counts its target again. Counted that way, all arrays and
 # strings of the result may add up to this many times the file's size (an
 # honest file stores every tensor's bytes once; tied weights share a few).
@@ -113,16 +115,11 @@ class _Dtype:
 
 
 class _Raw:
-    """Bytes from the file: array data, or a bytes value (copied out only then)."""
-    __slots__ = ("view", "copy")
+    """Bytes from the file (not copied): only ever the data of an array."""
+    __slots__ = ("view",)
 
     def __init__(self, view):
-        self.view, self.copy = view, None
-
-    def to_bytes(self) -> bytes:
-        if self.copy is None:
-            self.copy = bytes(self.view)
-        return self.copy
+        self.view = view
 
 
 class _Args:
@@ -133,10 +130,11 @@ class _Args:
         self.items = items
 
 
-_LEAF = (type(None), bool, int, float)
+_SCALARS = frozenset({type(None), bool, int, float})
+_TOKENS = frozenset({_Global, _Pending, _Dtype, _Args, _Raw})
+_KEYS = frozenset({str, int, float, bool, type(None)})
+_NEW = (1, 0, 1)  # an empty container: one value, no bytes, one level
 _NONE_3 = (None, None, None)
-_KEY = (str, int, float, bool, type(None))
-_CONTAINERS = (list, dict, collections.OrderedDict, tuple)
 _STOP = object()
 
 
@@ -156,40 +154,56 @@ def _kind(v) -> str:
         return f"numpy dtype {v.dtype}"
     if isinstance(v, _Args):
         return "a tuple of constructor arguments"
+    if isinstance(v, _Raw):
+        return "bytes (paddle.save stores bytes only as array data)"
     return type(v).__name__
 
 
+def _leaf_bytes(v) -> int:
+    return len(v) if type(v) is str else getattr(v, "nbytes", 0)
+
+
 class _Parser:
+    __slots__ = ("data", "view", "path", "end", "pos", "op_pos", "stack", "marks", "memo", "info", "sealed",
+                 "pushed", "allocated", "max_depth", "max_elements", "max_expanded", "interned")
+
     def __init__(self, data: bytes, path: str, max_depth: int, max_elements: int):
-        self.data, self.view, self.path = data, memoryview(data), path
+        self.data, self.view, self.path, self.end = data, memoryview(data), path, len(data)
         self.max_depth, self.max_elements = max_depth, max_elements
         self.max_expanded = _SHARING * len(data) + _SHARING_SLACK
-        self.allocated = 0  # bytes copied out of the file (arrays, decoded bytes)
-        self.pos = self.op_pos = 0
-        self.op_name = "PROTO"
+        self.pos = self.op_pos = self.pushed = 0
+        self.allocated = 0  # bytes of arrays built and of protocol-2 text turned into bytes
         self.stack: list = []
         self.marks: list[int] = []
         self.memo: list = []
-        self.info: dict[int, tuple[int, int, int]] = {}  # id -> (elements, bytes, depth), shared refs counted
-        self.alive: list = []  # every container stays referenced, so ids are unique for the whole parse
-        self.sealed: set[int] = set()
-        self.pushed = 0
+        # id -> (elements, bytes, depth) with shared references counted again, for containers that
+        # hold something; a new container drops any stale entry of a dead object with the same id
+        self.info: dict[int, tuple[int, int, int]] = {}
+        self.sealed: set[int] = set()  # lists/dicts referenced from the memo: never changed again
+        self.interned: dict = {}  # one copy of each distinct info tuple
 
     # -- errors and raw reading ------------------------------------------------------------
     def refuse(self, what: str, fix: str = _FIX):
-        raise PickleRefusedError(f"{self.path}: {what} (byte {self.op_pos}, opcode {self.op_name}). {fix}",
-                                 path=self.path, offset=self.op_pos, opcode=self.op_name)
+        at = self.op_pos
+        if at >= self.end:
+            name = "(end of file)"
+        else:
+            op = pickletools.code2op.get(chr(self.data[at]))
+            name = op.name if op else f"0x{self.data[at]:02x}"
+        raise PickleRefusedError(f"{self.path}: {what} (byte {at}, opcode {name}). {fix}",
+                                 path=self.path, offset=at, opcode=name)
 
     def take(self, n: int) -> int:
         start = self.pos
-        if n > len(self.data) - start:
-            self.refuse(f"the file ends {n - (len(self.data) - start)} bytes short of this opcode's "
+        if n > self.end - start:
+            self.refuse(f"the file ends {n - (self.end - start)} bytes short of this opcode's "
                         f"{n}-byte argument (truncated?)", "Copy or save the file again.")
         self.pos = start + n
         return start
 
     def uint(self, n: int) -> int:
-        return int.from_bytes(self.data[self.take(n):self.pos], "little")
+        start = self.take(n)
+        return int.from_bytes(self.data[start:start + n], "little")
 
     def text(self, n: int) -> str:
         start = self.take(n)
@@ -206,16 +220,13 @@ class _Parser:
                         "is trusted and this large.")
         self.stack.append(v)
 
-    def floor(self) -> int:
-        return self.marks[-1] if self.marks else 0
-
     def pop(self):
-        if len(self.stack) <= self.floor():
+        if len(self.stack) <= (self.marks[-1] if self.marks else 0):
             self.refuse("the opcode needs a value and the stack is empty")
         return self.stack.pop()
 
     def top(self):
-        if len(self.stack) <= self.floor():
+        if len(self.stack) <= (self.marks[-1] if self.marks else 0):
             self.refuse("the opcode needs a value and the stack is empty")
         return self.stack[-1]
 
@@ -230,20 +241,22 @@ class _Parser:
     # -- values: what may be stored, and how big it is counted with shared references --------
     def value(self, v):
         """`(v as stored, (elements, bytes, depth))`, or refuse a token stored as a value."""
-        if isinstance(v, _LEAF):
+        t = type(v)
+        if t in _SCALARS:
             return v, (1, 0, 0)
-        if isinstance(v, str):
+        if t is str:
             return v, (1, len(v), 0)
-        if isinstance(v, np.ndarray):
+        if t is np.ndarray:
             return v, (1, v.nbytes, 0)
+        if t is list or t is dict or t is collections.OrderedDict:
+            return v, self.info.get(id(v), _NEW)
+        if t is tuple:
+            info = self.info.get(id(v))
+            if info is None:  # a short tuple of leaves: counted on the spot
+                info = (1 + len(v), sum(_leaf_bytes(x) for x in v), 1)
+            return v, info
         if isinstance(v, np.generic):
             return v, (1, v.nbytes, 0)
-        if isinstance(v, _Raw):
-            if v.copy is None:
-                self.allocate(len(v.view))
-            return v.to_bytes(), (1, len(v.view), 0)
-        if isinstance(v, _CONTAINERS):
-            return v, self.info[id(v)]
         self.refuse(f"{_kind(v)} cannot be stored as a value")
 
     def account(self, obj, info):
@@ -255,21 +268,19 @@ class _Parser:
         if nbytes > self.max_expanded:
             self.refuse(f"shared references expand the arrays and strings to {nbytes} bytes, more than "
                         f"{_SHARING}x the file's size")
-        self.info[id(obj)] = info
+        self.info[id(obj)] = self.interned.setdefault(info, info)
 
     def new_container(self, obj):
-        self.alive.append(obj)
-        self.account(obj, (1, 0, 1))
+        self.info.pop(id(obj), None)
         self.push(obj)
 
     def grow(self, obj, items) -> list:
-        """Count `items` into container `obj`; returns them as stored."""
-        if not isinstance(obj, (list, dict)):
-            self.refuse(f"items are added to {_kind(obj)}, not to a list or dict")
-        if id(obj) in self.sealed:
+        """Count `items` into list or dict `obj`; returns them as stored."""
+        oid = id(obj)
+        if oid in self.sealed:
             self.refuse("items are added to a list or dict after it was referenced again (paddle.save "
                         "finishes a container before referencing it; this would build a cycle)")
-        elements, nbytes, depth = self.info[id(obj)]
+        elements, nbytes, depth = self.info.get(oid, _NEW)
         out = []
         for item in items:
             v, (e, b, d) = self.value(item)
@@ -279,17 +290,20 @@ class _Parser:
         return out
 
     def make_tuple(self, items):
-        if any(isinstance(v, (_Global, _Pending, _Dtype, _Args)) for v in items):
-            self.push(_Args(tuple(items)))
-            return
+        for v in items:
+            if type(v) in _TOKENS:
+                self.push(_Args(tuple(items)))
+                return
         stored, elements, nbytes, depth = [], 1, 0, 1
         for item in items:
             v, (e, b, d) = self.value(item)
             elements, nbytes, depth = elements + e, nbytes + b, max(depth, d + 1)
             stored.append(v)
         obj = tuple(stored)
-        self.alive.append(obj)
-        self.account(obj, (elements, nbytes, depth))
+        if depth > 1 or len(obj) > 8:
+            self.account(obj, (elements, nbytes, depth))
+        else:
+            self.info.pop(id(obj), None)
         self.push(obj)
 
     # -- arrays ----------------------------------------------------------------------------
@@ -356,8 +370,7 @@ class _Parser:
             if a:
                 self.refuse("collections.OrderedDict is only accepted with no arguments")
             obj = collections.OrderedDict()
-            self.alive.append(obj)
-            self.account(obj, (1, 0, 1))
+            self.info.pop(id(obj), None)
             return obj
         if k == "tuple":  # paddle.save writes a Tensor as tuple(((name, ndarray),))
             if not (len(a) == 1 and isinstance(a[0], tuple) and len(a[0]) == 2 and isinstance(a[0][0], str)
@@ -401,7 +414,10 @@ class _Parser:
         else:
             if not (len(s) == 5 and _eq(s[0], 1) and type(s[3]) is bool):
                 self.refuse("array state must be (1, shape, dtype, is_fortran, bytes)")
-            target.value = self.array(s[4], self.dtype_of(s[2]), self.shape_of(s[1]), "F" if s[3] else "C")
+            dtype = self.dtype_of(s[2])
+            arr = self.array(s[4], dtype, self.shape_of(s[1]), "F" if s[3] else "C")
+            # numpy's __setstate__ hands back non-native byte order swapped to native; so does this
+            target.value = arr if dtype.isnative else arr.astype(dtype.newbyteorder("="), order="K")
         self.stack[-1] = target.value
 
     # -- memo ------------------------------------------------------------------------------
@@ -424,50 +440,39 @@ class _Parser:
         self.push(v)
 
     def run(self):
-        data = self.data
-        if data[:1] != b"\x80" or len(data) < 2 or not 2 <= data[1] <= 5:
+        data, end, table = self.data, self.end, _TABLE
+        if data[:1] != b"\x80" or end < 2 or not 2 <= data[1] <= 5:
             self.refuse("not a pickle of protocol 2-5 (Paddle .pdparams start with bytes 0x80 0x02-0x05)",
                         "For safetensors files use pdx.load or pdx.checkpoint.load_safetensors.")
         self.pos = 2
         while True:
             self.op_pos = pos = self.pos
-            if pos >= len(data):
-                self.op_name = "(end of file)"
+            if pos >= end:
                 self.refuse("the file ends before the pickle's STOP opcode (truncated?)",
                             "Copy or save the file again.")
-            handler = _OPS.get(data[pos])
+            handler = table[data[pos]]
             if handler is None:
-                op = pickletools.code2op.get(chr(data[pos]))
-                self.op_name = op.name if op else f"0x{data[pos]:02x}"
                 self.refuse("opcode not among those paddle.save writes")
-            self.op_name = handler.__name__[3:]
             self.pos = pos + 1
             if handler(self) is _STOP:
                 break
-        if self.pos != len(data):
-            self.refuse(f"{len(data) - self.pos} bytes follow the pickle's STOP opcode")
+        if self.pos != end:
+            self.refuse(f"{end - self.pos} bytes follow the pickle's STOP opcode")
         if self.marks or len(self.stack) != 1:
             self.refuse(f"the pickle stops with {len(self.stack)} values and {len(self.marks)} open MARKs "
                         "(a complete pickle leaves exactly one value)")
         return self.value(self.stack[0])[0]
 
 
-def _strings(p: _Parser, n: int):
-    p.push(p.text(n))
-
-
-def _byteses(p: _Parser, n: int):
-    start = p.take(n)
-    p.push(_Raw(p.view[start:p.pos]))
-
-
-def op_FRAME(p):
-    if p.uint(8) > len(p.data) - p.pos:
-        p.refuse("a FRAME is longer than the rest of the file (truncated?)", "Copy or save the file again.")
-
+# -- one function per accepted opcode (named op_<pickletools name>) ------------------------------
 
 def op_PROTO(p):
     p.refuse("PROTO appears twice")
+
+
+def op_FRAME(p):
+    if p.uint(8) > p.end - p.pos:
+        p.refuse("a FRAME is longer than the rest of the file (truncated?)", "Copy or save the file again.")
 
 
 def op_STOP(p):
@@ -501,39 +506,38 @@ def op_TUPLE1(p):
 
 
 def op_TUPLE2(p):
-    b, a = p.pop(), p.pop()
-    p.make_tuple((a, b))
+    b = p.pop()
+    p.make_tuple((p.pop(), b))
 
 
 def op_TUPLE3(p):
-    c, b, a = p.pop(), p.pop(), p.pop()
-    p.make_tuple((a, b, c))
+    c, b = p.pop(), p.pop()
+    p.make_tuple((p.pop(), b, c))
+
+
+def _extend(p, items):
+    lst = p.top()
+    if type(lst) is not list:
+        p.refuse(f"items are appended to {_kind(lst)}, not a list")
+    lst.extend(p.grow(lst, items))
 
 
 def op_APPEND(p):
-    v = p.pop()
-    lst = p.top()
-    if type(lst) is not list:
-        p.refuse(f"APPEND to {_kind(lst)}, not a list")
-    lst.extend(p.grow(lst, [v]))
+    _extend(p, [p.pop()])
 
 
 def op_APPENDS(p):
-    items = p.pop_mark()
-    lst = p.top()
-    if type(lst) is not list:
-        p.refuse(f"APPENDS to {_kind(lst)}, not a list")
-    lst.extend(p.grow(lst, items))
+    _extend(p, p.pop_mark())
 
 
 def _setitems(p, items):
     d = p.top()
     if not isinstance(d, dict):
-        p.refuse(f"{p.op_name} on {_kind(d)}, not a dict")
+        p.refuse(f"items are set in {_kind(d)}, not a dict")
     if len(items) % 2:
-        p.refuse(f"{p.op_name} with an odd number ({len(items)}) of keys and values")
+        p.refuse(f"an odd number ({len(items)}) of keys and values")
     for k in items[::2]:
-        if not isinstance(k, _KEY):
+        if type(k) not in _KEYS:
             p.refuse(f"a dict key must be a str, int, float, bool or None, got {_kind(k)}")
     stored = p.grow(d, items)
     for i in range(0, len(stored), 2):
@@ -542,8 +546,7 @@ def _setitems(p, items):
 
 def op_SETITEM(p):
     v = p.pop()
-    k = p.pop()
-    _setitems(p, [k, v])
+    _setitems(p, [p.pop(), v])
 
 
 def op_SETITEMS(p):
@@ -567,7 +570,7 @@ def op_BININT(p):
 
 
 def op_BININT1(p):
-    p.push(p.uint(1))
+    p.push(p.data[p.take(1)])
 
 
 def op_BININT2(p):
@@ -576,7 +579,8 @@ def op_BININT2(p):
 
 def op_LONG1(p):
     n = p.uint(1)
-    p.push(int.from_bytes(p.data[p.take(n):p.pos], "little", signed=True))
+    start = p.take(n)
+    p.push(int.from_bytes(p.data[start:start + n], "little", signed=True))
 
 
 def op_BINFLOAT(p):
@@ -584,39 +588,44 @@ def op_BINFLOAT(p):
 
 
 def op_SHORT_BINUNICODE(p):
-    _strings(p, p.uint(1))
+    p.push(p.text(p.data[p.take(1)]))
 
 
 def op_BINUNICODE(p):
-    _strings(p, p.uint(4))
+    p.push(p.text(p.uint(4)))
 
 
 def op_BINUNICODE8(p):
-    _strings(p, p.uint(8))
+    p.push(p.text(p.uint(8)))
+
+
+def _raw(p, n):
+    start = p.take(n)
+    p.push(_Raw(p.view[start:start + n]))
 
 
 def op_SHORT_BINBYTES(p):
-    _byteses(p, p.uint(1))
+    _raw(p, p.data[p.take(1)])
 
 
 def op_BINBYTES(p):
-    _byteses(p, p.uint(4))
+    _raw(p, p.uint(4))
 
 
 def op_BINBYTES8(p):
-    _byteses(p, p.uint(8))
+    _raw(p, p.uint(8))
 
 
 def op_BYTEARRAY8(p):  # protocol 5: numpy's in-band array buffer
-    _byteses(p, p.uint(8))
+    _raw(p, p.uint(8))
 
 
 def op_MEMOIZE(p):
-    p.put(len(p.memo))
+    p.memo.append(p.top())
 
 
 def op_BINPUT(p):
-    p.put(p.uint(1))
+    p.put(p.data[p.take(1)])
 
 
 def op_LONG_BINPUT(p):
@@ -624,7 +633,7 @@ def op_LONG_BINPUT(p):
 
 
 def op_BINGET(p):
-    p.get(p.uint(1))
+    p.get(p.data[p.take(1)])
 
 
 def op_LONG_BINGET(p):
@@ -671,8 +680,9 @@ def op_BUILD(p):
     p.build(p.top(), state)
 
 
-_OPS = {ord(pickletools_op.code): globals()["op_" + pickletools_op.name]
-        for pickletools_op in pickletools.opcodes if "op_" + pickletools_op.name in globals()}
+_TABLE = [None] * 256
+for _op in pickletools.opcodes:
+    _TABLE[ord(_op.code)] = globals().get("op_" + _op.name)
 
 
 def _join_big_params(obj: dict, path: str) -> None:
@@ -733,9 +743,18 @@ def load_pdparams(path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = 
       >>> layer.set_state_dict(sd)                              # doctest: +SKIP
     """
     path = str(path)
-    data = read_file(path, max_bytes=max_bytes, what=".pdparams file",
-                     error=lambda message: PickleRefusedError(message, path=path))
-    obj = _Parser(data, path, max_depth, max_elements).run()
+    # a link the caller names is followed (HF-style caches link every file); its target must be a
+    # regular file like any other
+    real = os.path.realpath(path)
+    what = ".pdparams file" if real == os.path.abspath(path) else f".pdparams file {path!r}, a link to"
+    data = read_file(real, max_bytes=max_bytes, what=what, error=lambda message: PickleRefusedError(message, path=path))
+    collecting = gc.isenabled()
+    gc.disable()  # the parser builds no cycles; the collector would only rescan its growing stack
+    try:
+        obj = _Parser(data, path, max_depth, max_elements).run()
+    finally:
+        if collecting:
+            gc.enable()
     if isinstance(obj, dict):
         if _BIG_PARAMS in obj:
             _join_big_params(obj, path)
