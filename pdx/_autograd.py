@@ -67,7 +67,7 @@ def _trainable_params(obj) -> list[tuple[str, nnx.Param]]:
     if hasattr(obj, "named_parameters"):
         named = obj.named_parameters()
     else:  # a plain nnx.Module: names from nnx paths
-        named = ((".".join(map(str, path)), v) for path, v in nnx.graph.iter_graph(obj)
+        named = ((".".join(map(str, path)), v) for path, v in nnx.iter_graph(obj)
                  if isinstance(v, nnx.Param))
     trainable = []
     for n, p in named:
