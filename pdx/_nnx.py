@@ -1,13 +1,16 @@
 """The one module that touches flax.nnx internals.
 
 pdx runs user code on the real Layers/optimizers while JAX traces it (see
-`pdx._graph`), which needs three things nnx has no public API for:
+`pdx._graph`), which needs things nnx has no public API for:
 
 - reading and writing a Variable's stored value without nnx's trace-level
   check (`Variable._raw_value`, read through a slot getter because the
   compiled call path reads every threaded Variable on every call);
 - making Variables and graph nodes writable inside a trace that pdx opened
   (their `TraceState`s: `Variable._trace_state`, `Pytree._pytree__state`);
+- the attribute names nnx reserves for its own bookkeeping (`_pytree__*`);
+- flax's layer-norm helpers (`normalization._compute_stats`/`_normalize`),
+  whose formulation XLA:CPU compiles best;
 - knowing when the structure of any nnx object changed (an attribute set or
   deleted on any `nnx.Pytree` — Modules, optimizers, `nnx.List`/`nnx.Dict`,
   a user's plain `nnx.Module` — or a Variable's metadata changed), so that
@@ -27,14 +30,17 @@ import contextlib
 import functools
 import itertools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from flax import nnx
 from flax.nnx import tracers as nnx_tracers
+from flax.nnx.nn import normalization as _flax_normalization
 
 __all__ = [
     "STRUCTURE",
     "Fingerprint",
+    "layer_norm",
     "mutable_in_trace",
     "store_value",
     "store_values",
@@ -42,6 +48,7 @@ __all__ = [
     "stored_values",
     "structure_fingerprint",
     "structure_version",
+    "user_attributes",
 ]
 
 _raw = operator.attrgetter("_raw_value")
@@ -98,6 +105,30 @@ def mutable_in_trace(variables: Sequence[nnx.Variable], nodes: Sequence[nnx.Pytr
             object.__setattr__(v, "_trace_state", trace_state)
         for n, trace_state in zip(nodes, saved_nodes):
             object.__setattr__(n._pytree__state, "_trace_state", trace_state)
+
+
+# -- attributes -------------------------------------------------------------------------------------
+_BOOKKEEPING = ("_pytree__", "_object__")  # nnx's own per-object slots (node/data flags, trace state)
+
+
+def user_attributes(node) -> Iterator[tuple[str, Any]]:
+    """(name, value) of an nnx object's own attributes, in definition order,
+    without nnx's bookkeeping entries."""
+    for name, value in vars(node).items():
+        if not name.startswith(_BOOKKEEPING):
+            yield name, value
+
+
+# -- normalization ----------------------------------------------------------------------------------
+def layer_norm(x, axes, scale, bias, epsilon: float):
+    """flax's layer normalization: float32 statistics with the one-pass variance.
+
+    XLA:CPU fuses the backward pass of this formulation markedly better than
+    other formulations of the same math (benchmarks/RESULTS.md, LayerNorm).
+    `scale`/`bias` are None or broadcast against the normalized `axes` of `x`.
+    """
+    mean, var = _flax_normalization._compute_stats(x, axes, None, use_fast_variance=True)
+    return _flax_normalization._normalize(x, mean, var, scale, bias, axes, axes, x.dtype, epsilon)
 
 
 # -- structure --------------------------------------------------------------------------------------

@@ -194,3 +194,17 @@ def dataclasses_frozen_error():
     import dataclasses
 
     return dataclasses.FrozenInstanceError
+
+
+def test_bookkeeping_attributes_and_layer_norm_helpers():
+    m = Plain()
+    names = [name for name, _ in _nnx.user_attributes(m)]
+    assert names == ["w", "size"]                                             # nnx's own slots left out
+    assert any(name.startswith("_pytree__") for name in vars(m))             # which nnx does keep there
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 3, 8)), jnp.float32)
+    scale, bias = jnp.full(8, 2.0), jnp.full(8, 0.5)
+    got = _nnx.layer_norm(x, (2,), scale, bias, 1e-5)
+    xn = np.asarray(x, np.float64)
+    ref = (xn - xn.mean(-1, keepdims=True)) / np.sqrt(xn.var(-1, keepdims=True) + 1e-5) * 2.0 + 0.5
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    assert got.dtype == x.dtype

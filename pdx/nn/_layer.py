@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pdx import _random
+from pdx import _nnx, _random
 from pdx._dtype import convert_dtype, default_float
 from pdx._placement import axes_metadata
 
@@ -120,9 +120,7 @@ def _iter_attributes(node) -> Iterator[tuple[str, Any]]:
     if isinstance(node, (nnx.Dict, dict)):
         yield from ((str(k), v) for k, v in node.items())
         return
-    for name, value in vars(node).items():
-        if not name.startswith(("_pytree__", "_object__")):
-            yield name, value
+    yield from _nnx.user_attributes(node)
 
 
 _CONTAINERS = (nnx.List, nnx.Dict)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from flax.nnx.nn import normalization as _flax_norm
 import numpy as np
 
+from pdx import _nnx
 from pdx import kernels as K
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
@@ -206,8 +206,7 @@ def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
     # XLA:CPU fuses their backward pass markedly better than our own
     # formulations of the same math (GPT-mini step 1.01x vs 1.13x of
     # hand-written JAX, benchmarks/RESULTS.md).
-    mean, var = _flax_norm._compute_stats(x, axes, None, use_fast_variance=True)
-    return _flax_norm._normalize(x, mean, var, w, b, axes, axes, x.dtype, epsilon)
+    return _nnx.layer_norm(x, axes, w, b, epsilon)
 
 
 _LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "xla": _layer_norm_flax})
