@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="deepest JSON nesting accepted; deeper bodies get HTTP 400 (default %(default)s)")
     parser.add_argument("--header-timeout-s", type=float, default=_server.DEFAULT_HEADER_TIMEOUT_S,
                         help="a connection that sends no complete request head within this many seconds of "
-                             "opening (or of its previous response) is closed (default %(default)s)")
+                             "opening (after a response: --keep-alive-s more) is closed (default %(default)s)")
     parser.add_argument("--keep-alive-s", type=float, default=_server.DEFAULT_KEEP_ALIVE_S,
                         help="an idle kept-alive connection is closed after this many seconds (default %(default)s)")
     parser.add_argument("--graceful-timeout-s", type=float, default=_server.DEFAULT_GRACEFUL_TIMEOUT_S,

@@ -408,7 +408,7 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
       log_level: uvicorn's log level ("info", "warning", ...).
       ready_message: print "pdx serve: listening on http://HOST:PORT" when bound.
       header_timeout_s: a connection must send a complete request head within this
-        many seconds of opening or of its previous response; else it is closed.
+        many seconds of opening (of its previous response: keep_alive_s more); else it is closed.
       keep_alive_s: an idle kept-alive connection is closed after this many seconds.
       graceful_timeout_s: on shutdown, the most time requests in flight get to finish.
       **options: `create_app` keyword arguments (name, runtime, max_batch_size, ...).
@@ -445,7 +445,7 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
         raise ValueError(f"pdx serve: cannot bind {host}:{port} ({e.strerror}); pick another --port") from None
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
-                            http=header_timeout_protocol(header_timeout_s), timeout_keep_alive=keep_alive_s,
+                            http=header_timeout_protocol(header_timeout_s, keep_alive_s), timeout_keep_alive=keep_alive_s,
                             timeout_graceful_shutdown=graceful_timeout_s)
     server = draining_server(config, on_shutdown=lambda: app.state.service.begin_drain(graceful_timeout_s))
     if ready_message:

@@ -5,8 +5,8 @@ uvicorn closes a kept-alive connection only when it stays silent for
 `timeout_keep_alive` seconds after a response; a client that sends part of a
 request line or headers, or trickles one byte at a time, holds its connection
 forever (slowloris). Here every connection must deliver a complete request
-head within `header_timeout_s` of opening, and again of each response being
-sent; otherwise it is closed. Bodies have their own budget in the app
+head within `header_timeout_s` of opening, and within `keep_alive_s +
+header_timeout_s` of each response being sent; otherwise it is closed. Bodies have their own budget in the app
 (`--timeout-s`, answered 408).
 
 On shutdown uvicorn waits `timeout_graceful_shutdown` for requests in flight,
@@ -45,12 +45,16 @@ def draining_server(config: uvicorn.Config, on_shutdown: Callable[[], None]) -> 
     return DrainingServer(config)
 
 
-def header_timeout_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
+def header_timeout_protocol(header_timeout_s: float, keep_alive_s: float = 0.0) -> type[asyncio.Protocol]:
     """An h11 protocol class for `uvicorn.Config(http=...)` closing connections slow to send a request head.
+
+    Args:
+      header_timeout_s: most seconds from opening to a complete request head.
+      keep_alive_s: added after a response (the idle time uvicorn's keep-alive allows first).
 
     Example:
       >>> import uvicorn
-      >>> config = uvicorn.Config(app=None, http=header_timeout_protocol(10.0))  # doctest: +SKIP
+      >>> config = uvicorn.Config(app=None, http=header_timeout_protocol(10.0, 5.0))  # doctest: +SKIP
     """
 
     class HeaderTimeoutProtocol(H11Protocol):
@@ -58,7 +62,7 @@ def header_timeout_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
 
         def connection_made(self, transport) -> None:
             super().connection_made(transport)
-            self._arm()
+            self._arm(header_timeout_s)
 
         def handle_events(self) -> None:
             super().handle_events()
@@ -66,7 +70,7 @@ def header_timeout_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
                 self._disarm()
 
         def on_response_complete(self) -> None:
-            self._arm()  # before super(): it may start a pipelined request, which disarms
+            self._arm(keep_alive_s + header_timeout_s)  # before super(): a pipelined request disarms
             super().on_response_complete()
 
         def connection_lost(self, exc) -> None:
@@ -76,9 +80,9 @@ def header_timeout_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
         def _waiting_for_head(self) -> bool:
             return self.cycle is None or self.cycle.response_complete
 
-        def _arm(self) -> None:
+        def _arm(self, seconds: float) -> None:
             self._disarm()
-            self._header_timer = self.loop.call_later(header_timeout_s, self._head_timed_out)
+            self._header_timer = self.loop.call_later(seconds, self._head_timed_out)
 
         def _disarm(self) -> None:
             if self._header_timer is not None:

@@ -30,6 +30,7 @@ from pdx.jit import InputSpec
 
 LIMIT = 1_000_000
 HEADER_TIMEOUT_S = 1.0
+KEEP_ALIVE_S = 1.0
 SLOW, HANG = 777.0, 4242.0  # marker values: a row holding one makes the model call slow / hang
 URL_RE = re.compile(r"listening on (http://\S+)")
 
@@ -127,7 +128,8 @@ class _Server:
 def server(model, tmp_path_factory):
     path, _ = model
     srv = _Server(path, tmp_path_factory.mktemp("logs") / "serve.log", max_batch_size=16, max_body_bytes=LIMIT,
-                  timeout_s=10.0, header_timeout_s=HEADER_TIMEOUT_S, graceful_timeout_s=3.0)
+                  timeout_s=10.0, header_timeout_s=HEADER_TIMEOUT_S, keep_alive_s=KEEP_ALIVE_S,
+                  graceful_timeout_s=3.0)
     yield srv
     if srv.proc.poll() is None:
         code, _ = srv.stop()
@@ -469,11 +471,19 @@ def test_slow_and_idle_connections_are_closed_after_the_header_timeout(server):
     def trickle(sock):
         sock.sendall(b"GET /health/live HTTP/1.1\r\n")
 
-    trickle.more = lambda sock: sock.sendall(b"X")  # a header byte every 0.25 s, never finished
+    def answered_then_trickle(sock):
+        sock.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        trickle(sock)
+
+    trickle.more = answered_then_trickle.more = lambda sock: sock.sendall(b"X")  # a byte every 0.25 s
     times = [closed_after(f) for f in (partial_head, trickle, lambda sock: None)]
+    after_response = closed_after(answered_then_trickle)
     print(f"\nslow connections closed after {', '.join(f'{t:.2f}' for t in times)} s "
-          f"(header timeout {HEADER_TIMEOUT_S} s)")
+          f"(header timeout {HEADER_TIMEOUT_S} s), after a response {after_response:.2f} s "
+          f"(keep-alive {KEEP_ALIVE_S} s + header timeout)")
     assert all(HEADER_TIMEOUT_S * 0.8 < t < HEADER_TIMEOUT_S + 2 for t in times), times
+    assert (KEEP_ALIVE_S + HEADER_TIMEOUT_S) * 0.8 < after_response < KEEP_ALIVE_S + HEADER_TIMEOUT_S + 2
 
     # a kept-alive connection that answers within the timeout keeps working across requests
     with Client(server.url) as client:
