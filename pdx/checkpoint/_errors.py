@@ -9,6 +9,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "CheckpointSaveError",
     "CheckpointTopologyError",
+    "PickleRefusedError",
 ]
 
 
@@ -52,3 +53,18 @@ class CheckpointSaveError(CheckpointError):
 
 class CheckpointTopologyError(CheckpointError):
     """The checkpoint's arrays were sharded over devices this job does not have."""
+
+
+class PickleRefusedError(CheckpointCorruptError, ValueError):
+    """A `.pdparams` file is not one `paddle.save` could have written, or it is over a limit.
+
+    Attributes:
+      path: the file.
+      offset: byte offset of the opcode that was refused (None: the file as a whole).
+      opcode: that opcode's name.
+    """
+
+    def __init__(self, message: str, path=None, offset: int | None = None, opcode: str | None = None):
+        super().__init__(message, path)
+        self.offset = offset
+        self.opcode = opcode
