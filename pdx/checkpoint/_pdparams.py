@@ -19,7 +19,7 @@ protocol-5 form of an array):
              | builtins.eval('data', {'data': array})     -> the array (paddle's DenseTensor)
     raw     := bytes opcodes | _codecs.encode(str, 'latin1') | builtins.bytes()   (protocol 2)
 
-`CODE` is one of the numeric and bool dtype codes in `_DTYPE_CODES`. The
+`CODE` is a numeric or bool dtype code (`_pdparams_parser._DTYPE_CODES`). The
 "calls" above are never made: the global names are tokens, and an array is
 `np.frombuffer` over bytes sliced from the file, after checking that the
 byte count equals `prod(shape) * itemsize`. Every other opcode, global or
