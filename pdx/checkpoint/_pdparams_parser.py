@@ -385,6 +385,9 @@ class _Parser:
         if index != len(self.memo):
             self.refuse(f"memo index {index} out of order (paddle.save numbers them 0, 1, 2, ...; "
                         f"next is {len(self.memo)})")
+        if index >= self.max_elements:
+            self.refuse(f"more than max_elements={self.max_elements} memo entries",
+                        "Raise max_elements if the file is trusted and this large.")
         self.memo.append(self.top())
 
     def get(self, index: int):
@@ -581,7 +584,7 @@ def op_BYTEARRAY8(p):  # protocol 5: numpy's in-band array buffer
 
 
 def op_MEMOIZE(p):
-    p.memo.append(p.top())
+    p.put(len(p.memo))
 
 
 def op_BINPUT(p):

@@ -149,6 +149,9 @@ def test_limits_apply_to_real_files_and_files_that_are_not_regular(real_files, t
     _refused(fp32, r"over the limit of 100", max_bytes=100)
     _refused(fp32, r"more than max_elements=50", max_elements=50)
     _refused(fp32, r"nest more than max_depth=1", max_depth=1)
+    memo_flood = tmp_path / "memo_flood.pdparams"  # memo entries grow without pushing values
+    memo_flood.write_bytes(b"\x80\x04N" + b"\x94" * 5000 + b".")
+    _refused(memo_flood, r"more than max_elements=1000 memo entries", max_elements=1000)
     fifo = tmp_path / "fifo.pdparams"
     os.mkfifo(fifo)
     _refused(fifo, r"is a FIFO")
