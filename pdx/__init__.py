@@ -32,6 +32,7 @@ from pdx import (
     sparse,
     special,
     static,
+    train,
     utils,
     version,
 )
@@ -50,7 +51,7 @@ from pdx._framework import int, long, short  # noqa: A004  (not in __all__: Padd
 from pdx._random import get_rng_state, seed, set_rng_state
 from pdx._tensor import Tensor
 from pdx._typed_tensors import *  # noqa: F401,F403  (FloatTensor, ..., Size)
-from pdx._train_state import TrainState
+from pdx.train import TrainState
 from pdx.checkpoint import load, save
 from pdx.device import (
     CPUPlace,

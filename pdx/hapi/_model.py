@@ -2,9 +2,12 @@
 
 `Model(network)` wraps a Layer; `prepare(optimizer, loss, metrics,
 amp_configs)` splits network and optimizer into a `pdx.TrainState` and builds
-the pure steps (`pdx.hapi._step`); `fit` / `evaluate` / `predict` drive them
-over batches with callbacks. The TrainState is the single owner of the
-training state between calls: `model.network` is refreshed from it when read.
+the pure steps (`pdx.train`); `fit` / `evaluate` / `predict` drive them over
+batches with callbacks. The TrainState is the single owner of the training
+state: every step, evaluation, prediction and save reads it, nothing reads the
+network's variables back. The network is a view written from the state in one
+place (`_show`): when read through `model.network`, at the end of `fit` and
+after `load` (so code holding the Layer itself sees the trained values).
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx._train_state import TrainState
+from pdx.train import TrainState, make_eval_step, make_predict_step, make_train_step
 from pdx.amp._decorate import fp32_param_names
 from pdx.amp._grad_scaler import GradScaler
-from pdx.amp._policy import make_policy
+from pdx._amp_policy import make_policy
 from pdx.callbacks._callbacks import config_callbacks
-from pdx.hapi import _data, _save, _step
+from pdx.hapi import _data, _save
 from pdx.metric._metrics import Metric
 
 __all__ = ["Model"]
@@ -100,7 +103,7 @@ class Model:
         self._keep_fp32 = frozenset()
         self._max_nonfinite = 10
         self._state: TrainState | None = None
-        self._stale = False  # the network's variables lag behind self._state
+        self._shown: TrainState | None = None  # the state whose values the network's variables hold
         self._fns: dict = {}
         self._pending: list = []  # train_batch(update=False) micro-batches
         self._seed = 0
@@ -142,8 +145,7 @@ class Model:
         self._max_nonfinite, self._seed = max_nonfinite_steps, seed
         self._policy, scaler = self._amp(amp_configs)
         self._keep_fp32 = fp32_param_names(self._network) if self._policy is not None else frozenset()
-        self._sync_network()
-        state = TrainState.create(self._network, optimizer, grad_scaler=scaler, seed=seed)
+        state = TrainState.create(self.network, optimizer, grad_scaler=scaler, seed=seed)
         self._state = _copy(state)  # the steps donate it: leave the network's arrays alone
         self._fns = {}
         self._pending = []
@@ -183,8 +185,8 @@ class Model:
     # -- the state ----------------------------------------------------------------------------
     @property
     def network(self):
-        """The wrapped Layer, with the values of the latest training step."""
-        self._sync_network()
+        """The wrapped Layer, holding the values of the current TrainState (written on read)."""
+        self._show()
         return self._network
 
     @property
@@ -198,16 +200,16 @@ class Model:
         if self._state is not None and state.spec is not self._state.spec:
             raise ValueError("Model.train_state: the new state must derive from this model's TrainState "
                              "(model.train_state.replace(...), or a checkpoint restored into it)")
-        self._state, self._stale = state, True
+        self._state = state
 
-    def _sync_network(self):
-        if self._stale and self._state is not None:
+    def _show(self):
+        """Write the current TrainState's values into the network (the one place the network is written)."""
+        s = self._state
+        if s is not None and s is not self._shown:
             # Copies: the compiled step donates the state's buffers, so the
             # network must never hold the very arrays the next step consumes.
-            s = self._state
-            s.replace(params=_copy(s.params), buffers=_copy(s.buffers)) \
-                .update_model(self._network)
-            self._stale = False
+            s.replace(params=_copy(s.params), buffers=_copy(s.buffers)).update_model(self._network)
+            self._shown = s
 
     def parameters(self, *args, **kwargs):
         """The network's parameters (Paddle's `Model.parameters`)."""
@@ -243,32 +245,28 @@ class Model:
         fn = self._fns.get(kind)
         if fn is None:
             if kind in ("train", "train_acc"):
-                step = _step.make_train_step(self._loss, self._metrics, policy=self._policy,
-                                             keep_fp32=self._keep_fp32, accumulate=kind == "train_acc")
+                step = make_train_step(self._loss, self._metrics, policy=self._policy,
+                                       keep_fp32=self._keep_fp32, accumulate=kind == "train_acc")
                 fn = jax.jit(step, donate_argnums=0)
             elif kind == "eval":
-                fn = jax.jit(_step.make_eval_step(self._loss, self._metrics, policy=self._policy,
-                                                  keep_fp32=self._keep_fp32))
+                fn = jax.jit(make_eval_step(self._loss, self._metrics, policy=self._policy,
+                                            keep_fp32=self._keep_fp32))
             else:
-                fn = jax.jit(_step.make_predict_step(policy=self._policy, keep_fp32=self._keep_fp32))
+                fn = jax.jit(make_predict_step(policy=self._policy, keep_fp32=self._keep_fp32))
             self._fns[kind] = fn
         return fn
 
-    def _current_lr(self):
-        opt = self._optimizer
-        # A copy: the step donates the state, and this array belongs to the optimizer.
-        return jnp.array(opt._current_lr() if hasattr(opt, "_current_lr") else opt.get_lr(), jnp.float32, copy=True)
-
     def _run_train(self, micro_batches: list):
         """One optimizer update over 1..k (inputs, labels) micro-batches."""
-        self._state = self._state.replace(lr=self._current_lr())
+        # The rate set on the optimizer (set_lr, or its scheduler's step()): a copy, the step donates the state.
+        self._state = self._state.replace(lr=jnp.array(self._optimizer.current_lr(), jnp.float32, copy=True))
         if len(micro_batches) == 1:
             out_state, out = self._fn("train")(self._state, micro_batches[0])
         else:
             stacked = jax.tree.map(lambda *xs: jnp.stack(xs) if isinstance(xs[0], jax.Array) else np.stack(xs),
                                    *micro_batches)
             out_state, out = self._fn("train_acc")(self._state, stacked)
-        self._state, self._stale = out_state, True
+        self._state = out_state
         return jax.device_get(out)
 
     def _check_finite(self, out, epoch=0, batch=0):
@@ -386,7 +384,7 @@ class Model:
             if self.stop_training or (num_iters is not None and updates >= num_iters):
                 break
         cbks.on_train_end(logs)
-        self._sync_network()
+        self._show()
 
     def _metric_names(self) -> list:
         names = ["loss"]
@@ -517,14 +515,13 @@ class Model:
           reset_optimizer: keep the current (fresh) optimizer state.
         """
         if self._state is None:
-            self._sync_network()
             self._state = TrainState.create(self._network)
         state, problems = _save.load_state(self._state, str(path), skip_mismatch=skip_mismatch,
                                            reset_optimizer=reset_optimizer)
         for p in problems:
             warnings.warn(f"Model.load: skipped {p}", stacklevel=2)
-        self._state, self._stale = state, True
-        self._sync_network()
+        self._state = state
+        self._show()
 
     # -- inspection ---------------------------------------------------------------------------------
     def summary(self, input_size=None, dtype=None):

@@ -11,7 +11,8 @@ What never changes during training is static (pytree metadata, not leaves):
 the model's nnx graph definition (for training and for evaluation mode), the
 optax transformation of the optimizer, the `GradScaler` configuration and
 the name bookkeeping. A compiled step is then a pure function
-`(state, batch) -> (state, metrics)`; `pdx.Model` builds one.
+`(state, batch) -> (state, metrics)` (`pdx.train.make_step`); `pdx.Model`
+and the recipes run on one.
 
 Names: `params` and `buffers` are dicts keyed by the model's dotted
 `state_dict()` names (`"0.weight"`, `"bn._mean"`, `"drop.rng"`). PRNG keys
@@ -42,7 +43,8 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from pdx.amp._grad_scaler import GradScaler, LossScaleState
+from pdx import _placement
+from pdx.amp import GradScaler, LossScaleState
 
 __all__ = ["TrainState"]
 
@@ -61,6 +63,7 @@ class _Spec:
     opt_names: tuple           # (model name, optimizer name) for each trainable param
     tx: Any                    # the optimizer's optax transformation (or None)
     scaler: GradScaler
+    axes: tuple = ()           # (name, logical axis names or None) per leaf, in treedef order
 
 
 def _dotted(path) -> str:
@@ -73,22 +76,6 @@ def _dotted(path) -> str:
     if parts and parts[-1] == "value":  # the Variable's own leaf
         parts.pop()
     return ".".join(parts)
-
-
-def _initial_opt_state(optimizer, tx, params: dict):
-    """The optimizer's current state when it has the transformation's layout
-    (so eager steps taken before and its placement by `pdx.parallel.shard`
-    carry over), else a fresh `tx.init` (e.g. a scheduler-driven learning rate,
-    whose transformation also counts steps)."""
-    # One compiled init instead of an eager zeros kernel per parameter shape.
-    fresh = jax.jit(tx.init)(params)
-    current = getattr(optimizer, "_opt_state", None)
-    if current is None:
-        return fresh
-    current = jax.tree.map(lambda v: v.get_value(), current, is_leaf=lambda x: isinstance(x, nnx.Variable))
-    same = jax.tree.structure(current) == jax.tree.structure(fresh) and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(current), jax.tree.leaves(fresh)))
-    return current if same else fresh
 
 
 @jax.tree_util.register_dataclass
@@ -160,15 +147,17 @@ class TrainState:
 
         opt_names, trainable, tx = (), frozenset(), None
         if optimizer is not None:
+            for attr in ("trainable_parameters", "transformation", "init_state", "get_lr"):
+                if not callable(getattr(optimizer, attr, None)):
+                    raise TypeError(f"TrainState.create: optimizer must be a pdx.optimizer.Optimizer (it has no "
+                                    f"{attr}()); got {type(optimizer).__name__}")
             by_id = {id(var): name for name, var in model.named_parameters()}
             # a parameter reachable under two names (nn.LSTM's weight_ih_l0 is also 0.cell.weight_ih)
             # is keyed by the path nnx.split gives it
             by_id.update({id(node): ".".join(str(k) for k in path) for path, node in nnx.iter_graph(model)
                           if isinstance(node, nnx.Variable) and id(node) in by_id})
             pairs = []
-            for opt_name, var in optimizer.named_parameters():
-                if opt_name not in optimizer._trainable:
-                    continue
+            for opt_name, var in optimizer.trainable_parameters():
                 if id(var) not in by_id:
                     raise ValueError(f"TrainState.create: the optimizer's parameter {opt_name!r} is not a parameter of "
                                      f"{type(model).__name__}; build the optimizer with parameters=model (or model.parameters())")
@@ -190,8 +179,9 @@ class TrainState:
             else:
                 buffers[name] = leaf
         scaler = grad_scaler if grad_scaler is not None else GradScaler(enable=False)
-        spec = _Spec(graphdef, eval_graphdef, treedef, names, trainable, tuple(key_impls), opt_names, tx, scaler)
-        opt_state = _initial_opt_state(optimizer, tx, {o: params[m] for m, o in opt_names}) if tx is not None else ()
+        axes = tuple((name, _placement.logical_axes(var)) for name, (_, var) in zip(names, variables))
+        spec = _Spec(graphdef, eval_graphdef, treedef, names, trainable, tuple(key_impls), opt_names, tx, scaler, axes)
+        opt_state = optimizer.init_state({o: params[m] for m, o in opt_names}) if tx is not None else ()
         lr = optimizer.get_lr() if optimizer is not None else 0.0
         return cls(params=params, buffers=buffers, opt_state=opt_state,
                    rng=jax.random.key_data(jax.random.key(seed)), step=jnp.zeros((), jnp.int32),
