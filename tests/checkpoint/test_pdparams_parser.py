@@ -19,14 +19,19 @@ import pdparams_craft as craft
 from pdx.checkpoint import CheckpointCorruptError, PickleRefusedError, load_pdparams
 from pdx.checkpoint._pdparams_parser import parse
 
-paddle = pytest.importorskip("paddle")
+
+@pytest.fixture(scope="module")
+def pd():
+    """The installed paddlepaddle (the reference reader and writer), on CPU."""
+    paddle = pytest.importorskip("paddle")
+    paddle.set_device("cpu")
+    paddle.disable_static()
+    return paddle
 
 
 @pytest.fixture(scope="module")
-def real_files(tmp_path_factory):
-    paddle.set_device("cpu")
-    paddle.disable_static()
-    return craft.paddle_files(paddle, tmp_path_factory.mktemp("pdparams"))
+def real_files(pd, tmp_path_factory):
+    return craft.paddle_files(pd, tmp_path_factory.mktemp("pdparams"))
 
 
 def assert_same(mine, ref, where="root"):
@@ -50,10 +55,10 @@ def assert_same(mine, ref, where="root"):
         assert mine == ref, f"{where}: {mine!r} vs {ref!r}"
 
 
-def test_every_kind_of_paddle_save_file_loads_like_paddle_load(real_files):
-    assert len(real_files) == 3 * len(craft.paddle_objects(paddle))
+def test_every_kind_of_paddle_save_file_loads_like_paddle_load(pd, real_files):
+    assert len(real_files) == 3 * len(craft.paddle_objects(pd))
     for name, path in real_files.items():
-        assert_same(load_pdparams(path), paddle.load(str(path), return_numpy=True), name)
+        assert_same(load_pdparams(path), pd.load(str(path), return_numpy=True), name)
     # the kinds the brief names are really in there
     adamw = load_pdparams(real_files["adamw.p4"])
     assert set(adamw["LR_Scheduler"]) == {"last_epoch", "last_lr"} and adamw["LR_Scheduler"]["last_epoch"] == 2
@@ -62,23 +67,23 @@ def test_every_kind_of_paddle_save_file_loads_like_paddle_load(real_files):
     assert load_pdparams(real_files["int_buffers.p4"])["ids"].dtype == np.int64
 
 
-def test_bfloat16_comes_back_as_paddle_stores_it(real_files):
+def test_bfloat16_comes_back_as_paddle_stores_it(pd, real_files):
     for proto in craft.PROTOCOLS:
         path = real_files[f"bfloat16.p{proto}"]
         mine = load_pdparams(path)
-        tensors = paddle.load(str(path))  # Paddle tensors, dtype bfloat16
+        tensors = pd.load(str(path))  # Paddle tensors, dtype bfloat16
         for key, tensor in tensors.items():
             assert str(tensor.dtype) == "paddle.bfloat16" and mine[key].dtype == np.uint16
             np.testing.assert_array_equal(mine[key].view(ml_dtypes.bfloat16).astype(np.float32),
                                           tensor.astype("float32").numpy())
 
 
-def test_numpy_protocol5_and_split_big_params_load_like_paddle_load(tmp_path, rng):
+def test_numpy_protocol5_and_split_big_params_load_like_paddle_load(pd, tmp_path, rng):
     arrays = {"a": rng.standard_normal((3, 4)).astype(np.float32), "f": np.asfortranarray(np.ones((2, 3))),
               "b": np.asarray([True, False]), "z": np.zeros((0,), np.int16)}
     path = tmp_path / "p5.pdparams"
     path.write_bytes(pickle.dumps(arrays, protocol=5))
-    assert_same(load_pdparams(path), paddle.load(str(path), return_numpy=True))
+    assert_same(load_pdparams(path), pd.load(str(path), return_numpy=True))
     # protocol 2/3 files keep tensors over 1 GiB as 1-D slices plus an index; paddle.load joins them
     w = rng.standard_normal((4, 5)).astype(np.float32)
     flat = w.reshape(-1)
@@ -88,7 +93,7 @@ def test_numpy_protocol5_and_split_big_params_load_like_paddle_load(tmp_path, rn
     path.write_bytes(pickle.dumps(saved, protocol=2))
     mine = load_pdparams(path)
     assert list(mine) == ["b", "w"]
-    assert_same(mine, paddle.load(str(path), return_numpy=True))
+    assert_same(mine, pd.load(str(path), return_numpy=True))
     np.testing.assert_array_equal(mine["w"], w)
 
 
