@@ -235,11 +235,10 @@ def _inspect(args) -> int:
                              "sharding": "-", "bytes": int(value.nbytes)})
         title = str(path)
     else:
-        from pdx.checkpoint import _manager
+        from pdx.checkpoint import _manager, _restore
 
         step_dir = _step_dir(path)
-        ckptr = _manager._checkpointer()
-        saved = _manager._meta_leaves(_manager._saved_tree(ckptr, step_dir / _manager.STATE))
+        saved = _restore.meta_leaves(_restore.saved_tree(_restore.checkpointer(), step_dir / _restore.STATE))
         for name, meta in saved.items():
             shape = list(meta.shape)
             nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(meta.dtype).itemsize

@@ -19,7 +19,6 @@ so a failing save can never cost the previous checkpoint.
 
 from __future__ import annotations
 
-import concurrent.futures
 import datetime
 import json
 import os
@@ -37,17 +36,15 @@ import orbax.checkpoint as ocp
 from pdx._safefile import json_depth
 from pdx.checkpoint import _manifest
 from pdx.checkpoint._errors import (
-    CheckpointCorruptError,
     CheckpointIncompleteError,
     CheckpointNotFoundError,
     CheckpointSaveError,
-    CheckpointTopologyError,
 )
+from pdx.checkpoint._restore import STATE, path_str, restore_hashing, restore_step
 
 __all__ = ["Checkpoint", "CheckpointManager", "committed_steps", "incomplete_dirs", "read_meta",
            "restore_step", "step_dir_of"]
 
-STATE = "state"
 META = _manifest.META
 INCOMPLETE = ".incomplete"
 DELETING = ".deleting"
@@ -137,7 +134,7 @@ def _check_leaves(state) -> None:
     for path, leaf in leaves:
         if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, bool)):
             raise TypeError(
-                f"save(state=...): leaf {_path_str(path)!r} is a {type(leaf).__name__}; state leaves must be "
+                f"save(state=...): leaf {path_str(path)!r} is a {type(leaf).__name__}; state leaves must be "
                 "arrays or Python/numpy scalars. Pass JSON-able side items as data_state= or metadata=.")
 
 
@@ -152,127 +149,6 @@ def _json_checked(value, name: str):
     if depth > limit:  # restore reads pdx_meta.json with this depth limit: never write what it refuses
         raise ValueError(f"save({name}=...) nests {depth} levels deep, over the limit of {limit}; flatten it")
     return value
-
-
-# -- restore ---------------------------------------------------------------------------------------
-def _checkpointer() -> ocp.Checkpointer:
-    return ocp.Checkpointer(ocp.PyTreeCheckpointHandler())
-
-
-def _saved_tree(ckptr, state_dir: Path):
-    # orbax finds no item metadata under a relative path: always hand it an absolute one
-    metadata = ckptr.metadata(Path(state_dir).absolute())
-    item = getattr(metadata, "item_metadata", None)
-    if item is None:
-        raise CheckpointCorruptError(f"{state_dir} has no readable orbax tree metadata (_METADATA)",
-                                     path=Path(state_dir))
-    return item.tree
-
-
-def _path_str(path) -> str:
-    return jax.tree_util.keystr(path, simple=True, separator="/")
-
-
-def _meta_leaves(tree) -> dict:
-    leaves = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: hasattr(x, "shape") and hasattr(x, "dtype"))[0]
-    return {_path_str(p): leaf for p, leaf in leaves}
-
-
-def _missing_devices(meta) -> list[int]:
-    mesh = getattr(getattr(meta, "sharding", None), "device_mesh", None)
-    if mesh is None:
-        return []
-    have = {d.id for d in jax.devices()}
-    ids = [d.id for d in np.asarray(mesh.mesh, dtype=object).ravel()]
-    return sorted(set(ids) - have)
-
-
-def _saved_sharding(name: str, meta, step_dir: Path):
-    missing = _missing_devices(meta)
-    if missing:
-        raise CheckpointTopologyError(
-            f"{step_dir}: {name!r} was saved sharded over devices {missing} that this job does not "
-            f"have ({jax.device_count()} devices now, {read_meta(step_dir).get('device_count')} at save). "
-            "Pass shardings= (one jax.sharding.Sharding or a pytree of them) or a target whose "
-            "leaves carry shardings to restore onto this topology.")
-    if meta.sharding is None:
-        return jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    return meta.sharding.to_jax_sharding()
-
-
-def _cast(dtype, saved_dtype):
-    if dtype is not None and jax.dtypes.issubdtype(saved_dtype, np.floating):
-        return np.dtype(dtype)
-    return saved_dtype
-
-
-def restore_step(step_dir, target=None, shardings=None, *, dtype=None, as_numpy: bool = False):
-    """Restore the pytree of one committed step directory (no manifest check: see `verify`).
-
-    Args:
-      step_dir: e.g. `ckpts/100`.
-      target: optional pytree of arrays / jax.ShapeDtypeStruct / np.ndarray giving the
-        structure, dtypes and shardings wanted; a subtree of the saved tree restores only
-        those leaves (params-only, partial restore).
-      shardings: one Sharding for every leaf, or a pytree of Shardings matching `target`
-        (or the saved tree); overrides the target's own shardings.
-      dtype: cast every floating leaf to this dtype.
-      as_numpy: return host numpy arrays (for tools that read any checkpoint anywhere).
-
-    Returns:
-      The restored pytree.
-    """
-    step_dir = Path(step_dir)
-    ckptr = _checkpointer()
-    state_dir = step_dir / STATE
-    saved = _saved_tree(ckptr, state_dir)
-    saved_leaves = _meta_leaves(saved)
-    tree = saved if target is None else target
-
-    if isinstance(shardings, jax.sharding.Sharding) or shardings is None:
-        shard_tree = jax.tree.map(lambda _: shardings, tree, is_leaf=lambda x: x is None)
-    else:
-        try:
-            shard_tree = jax.tree.map(lambda s, _: s, shardings, tree,
-                                      is_leaf=lambda x: isinstance(x, jax.sharding.Sharding) or x is None)
-        except ValueError as e:
-            raise ValueError(f"restore(shardings=...) must be one Sharding or a pytree matching the "
-                             f"{'target' if target is not None else 'saved state'}: {e}") from None
-
-    def leaf_args(path, leaf, sharding):
-        name = _path_str(path)
-        if name not in saved_leaves:
-            raise KeyError(f"restore(target=...): {name!r} is not in the checkpoint {step_dir}; "
-                           f"saved leaves: {sorted(saved_leaves)[:20]}")
-        meta = saved_leaves[name]
-        want_dtype = getattr(leaf, "dtype", None) if target is not None else None
-        want_dtype = _cast(dtype, want_dtype if want_dtype is not None else meta.dtype)
-        is_key = jax.dtypes.issubdtype(getattr(leaf, "dtype", np.float32), jax.dtypes.prng_key)
-        # a typed PRNG key is stored as its key data: (…, 2) uint32 for a () key
-        if not is_key and tuple(getattr(leaf, "shape", meta.shape)) != tuple(meta.shape):
-            raise ValueError(f"restore(target=...): {name!r} has shape {tuple(leaf.shape)} in the target "
-                             f"but {tuple(meta.shape)} in {step_dir}")
-        if as_numpy or isinstance(leaf, np.ndarray):
-            return ocp.RestoreArgs(restore_type=np.ndarray, dtype=want_dtype)
-        if sharding is None:
-            sharding = getattr(leaf, "sharding", None) if target is not None else None
-        if sharding is None:
-            sharding = _saved_sharding(name, meta, step_dir)
-        return ocp.ArrayRestoreArgs(sharding=sharding, dtype=want_dtype, global_shape=None if is_key else tuple(meta.shape))
-
-    is_leaf = lambda x: hasattr(x, "shape") and hasattr(x, "dtype")  # noqa: E731
-    flat, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
-    flat_shardings = treedef.flatten_up_to(shard_tree)
-    args = [leaf_args(p, leaf, s) for (p, leaf), s in zip(flat, flat_shardings)]
-    restore_args = jax.tree_util.tree_unflatten(treedef, args)
-    partial = target is not None and len(flat) < len(saved_leaves)
-    def abstract(path, leaf):  # Python scalars in the target take the saved shape and dtype
-        meta = saved_leaves[_path_str(path)]
-        return jax.ShapeDtypeStruct(getattr(leaf, "shape", meta.shape), getattr(leaf, "dtype", meta.dtype))
-
-    item = None if target is None else jax.tree_util.tree_unflatten(treedef, [abstract(p, leaf) for p, leaf in flat])
-    return ckptr.restore(state_dir, args=ocp.args.PyTreeRestore(item=item, restore_args=restore_args,
-                                                                partial_restore=partial))
 
 
 # -- the manager -------------------------------------------------------------------------------------
@@ -533,16 +409,24 @@ class CheckpointManager:
         verify = self.verify_on_restore if verify is None else verify
         try:
             manifest, meta = _manifest.check_step(step_dir)  # before orbax opens any file
-            state = _restore_hashing(step_dir, manifest, verify, lambda: restore_step(
+            state = restore_hashing(step_dir, manifest, verify, lambda: restore_step(
                 step_dir, target, shardings, dtype=dtype))
         except Exception as e:
-            if not _manifest.is_committed(step_dir):
-                raise CheckpointNotFoundError(
-                    f"step {step_dir.name} in {self.directory} was deleted while it was being restored "
-                    f"(retention by a process saving there, or `pdx ckpt prune`); committed steps now: "
-                    f"{self.all_steps()}") from e
+            self._raise_if_deleted(step_dir, "restored", e)
             raise
         return Checkpoint(int(step_dir.name), state, meta.get("data_state"), meta.get("metadata"))
+
+    def _raise_if_deleted(self, step_dir: Path, doing: str, error: Exception) -> None:
+        """Turn any failure into CheckpointNotFoundError when the step vanished meanwhile.
+
+        Deletion renames a step away before removing it, so a step whose files went
+        missing under a reader is no longer committed by the time the reader looks.
+        """
+        if not _manifest.is_committed(step_dir):
+            raise CheckpointNotFoundError(
+                f"step {step_dir.name} in {self.directory} was deleted while it was being {doing} "
+                f"(retention by a process saving there, or `pdx ckpt prune`); committed steps now: "
+                f"{self.all_steps()}") from error
 
     def verify(self, step: int | None = None) -> None:
         """Check every file of `step` (latest when None) against its manifest.
@@ -550,35 +434,16 @@ class CheckpointManager:
         Raises:
           CheckpointCorruptError: naming the first file that does not match (see `restore`).
         """
-        _manifest.verify_step(step_dir_of(self.directory, step))
+        step_dir = step_dir_of(self.directory, step)
+        try:
+            _manifest.verify_step(step_dir)
+        except Exception as e:
+            self._raise_if_deleted(step_dir, "verified", e)
+            raise
 
     def delete(self, step: int) -> None:
         """Delete one committed step."""
         delete_step(step_dir_of(self.directory, step))
-
-
-def _restore_hashing(step_dir: Path, manifest: dict, verify: bool, read):
-    """`read()` (the orbax restore) with the sha256 check of `step_dir` beside it when `verify`.
-
-    Hash and read side by side (the second reader of each file hits the page cache);
-    nothing is returned unless every sha256 matched. When orbax fails, the files are
-    hashed (verify or not) so that damaged bytes are reported as corruption.
-    """
-    if not verify:
-        try:
-            return read()
-        except Exception:
-            _manifest.hash_step(step_dir, manifest)
-            raise
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        check = pool.submit(_manifest.hash_step, step_dir, manifest)
-        try:
-            state = read()
-        except Exception:
-            check.result()
-            raise
-        check.result()
-    return state
 
 
 def delete_step(step_dir: Path) -> None:
