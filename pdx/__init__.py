@@ -73,7 +73,7 @@ from pdx.device import (
     set_device,
 )
 from pdx.hapi import Model, flops, summary
-from pdx.nn._layer import ParamAttr
+from pdx.nn import ParamAttr
 from pdx.nn.functional import (  # Paddle 3.x also has these at top level
     adaptive_avg_pool1d,
     conv1d,
@@ -153,8 +153,5 @@ __all__ = [
 
 # Last, after every op above exists: Paddle's Tensor methods on jax.Array
 # (PDX_TENSOR_METHODS=0 turns this off; see pdx/_tensor.py).
+# (pdx.sparse registers Paddle's sparse Tensor methods on BCOO / BCSR itself.)
 _tensor.register()
-if _tensor.enabled():
-    from pdx.sparse import _methods as _sparse_methods
-
-    _sparse_methods.register()  # Paddle's sparse Tensor methods on BCOO / BCSR

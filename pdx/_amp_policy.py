@@ -12,7 +12,8 @@ The policy is read when an op runs, so under a compiled step it is read at
 trace time: enter `auto_cast` *inside* the function you compile (as
 `pdx.Model` does), not around the call of an already-compiled function.
 
-This module imports nothing from pdx, so `pdx.nn.functional` can use it.
+This is part of the framework core (it imports nothing from pdx): the ops in
+`pdx.nn.functional` consult it, and `pdx.amp` exposes it as `auto_cast`.
 """
 
 from __future__ import annotations

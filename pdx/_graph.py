@@ -11,6 +11,8 @@ puts the originals back, whatever happens.
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Callable, Sequence
 
 import jax
@@ -18,7 +20,7 @@ from flax import nnx
 
 from pdx import _nnx
 
-__all__ = ["Graph", "is_graph_node", "run_with_values", "same_leaves"]
+__all__ = ["Graph", "check_identical", "free_graph_refs", "is_graph_node", "run_with_values", "same_leaves"]
 
 
 def is_graph_node(x) -> bool:
@@ -117,3 +119,62 @@ def same_leaves(a, b) -> bool:
         return True
     la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
     return len(la) == len(lb) and all(x is y for x, y in zip(la, lb))
+
+
+def _is_library(func) -> bool:
+    """Functions of pdx and the libraries it builds on, whose globals hold no user graph objects."""
+    module = getattr(func, "__module__", None) or ""
+    return module.split(".")[0] in ("pdx", "jax", "flax", "optax", "numpy")
+
+
+def free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
+    """Where `fn` (and the global helper functions it calls) can reach graph
+    objects by name: (globals dict, name) or (closure cell, None) pairs."""
+    refs: list = []
+    seen_code: set[int] = set()
+
+    def visit(func):
+        code = getattr(func, "__code__", None)
+        if code is None or id(code) in seen_code:
+            return
+        seen_code.add(id(code))
+        for cell in getattr(func, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # empty cell
+                continue
+            if is_graph_node(value):
+                refs.append((cell, None))
+            elif isinstance(value, types.FunctionType):
+                visit(value)
+        g = getattr(func, "__globals__", {})
+        codes = [code]
+        while codes:  # names used by nested functions/lambdas/comprehensions too
+            c = codes.pop()
+            for name in c.co_names:
+                value = g.get(name)
+                if is_graph_node(value):
+                    refs.append((g, name))
+                elif isinstance(value, types.FunctionType) and not _is_library(value):
+                    visit(value)
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+    visit(inspect.unwrap(fn))
+    unique, keys = [], set()
+    for ref in refs:
+        key = (id(ref[0]), ref[1])
+        if key not in keys:
+            keys.add(key)
+            unique.append(ref)
+    return unique
+
+
+def check_identical(layers: Sequence, who: str) -> None:
+    """Raise unless `layers` share one structure (classes, settings, shapes and dtypes)."""
+    first = nnx.graphdef(layers[0])
+    shapes = [(v.shape, v.dtype) for v in Graph([layers[0]]).values()]
+    for i, layer in enumerate(layers[1:], 1):
+        if nnx.graphdef(layer) != first or [(v.shape, v.dtype) for v in Graph([layer]).values()] != shapes:
+            raise ValueError(f"{who}: layer {i} ({type(layer).__name__}) differs in structure from layer 0 "
+                             f"({type(layers[0]).__name__}); stacking needs identical layers (same classes, "
+                             "settings, shapes and dtypes) — keep them in a pdx.nn.LayerList and run a loop")

@@ -18,9 +18,11 @@ Example:
 from __future__ import annotations
 
 import jax
+import numpy as np
+from flax import nnx
 from jax._src import core as _jax_core
 
-__all__ = ["seed", "seed_lazily", "get_rng_state", "set_rng_state", "next_key", "in_trace"]
+__all__ = ["seed", "seed_lazily", "get_rng_state", "set_rng_state", "next_key", "in_trace", "as_rngs"]
 
 _DEFAULT_SEED = 0
 _state: dict = {"key": None, "first_seed": _DEFAULT_SEED}
@@ -103,3 +105,12 @@ def next_key(key=None, *, op: str = "random op") -> jax.Array:
     new_state, sub = jax.random.split(current)
     _state["key"] = new_state
     return sub
+
+
+def as_rngs(rngs) -> nnx.Rngs | None:
+    """Normalize a layer's `rngs=` keyword: None, an int seed, a key or nnx.Rngs."""
+    if rngs is None or isinstance(rngs, nnx.Rngs):
+        return rngs
+    if isinstance(rngs, (int, np.integer)) or isinstance(rngs, jax.Array):
+        return nnx.Rngs(rngs)
+    raise TypeError(f"rngs= must be None, an int seed, a jax key or flax.nnx.Rngs; got {type(rngs).__name__}")

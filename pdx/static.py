@@ -1,5 +1,5 @@
 """pdx.static: Paddle's `paddle.static` names that still make sense in pdx."""
 
-from pdx.jit._input_spec import InputSpec
+from pdx.jit import InputSpec
 
 __all__ = ["InputSpec"]

@@ -13,14 +13,15 @@ from pdx.amp._autocast import get_autocast_gpu_dtype
 from pdx.amp._autocast import is_autocast_enabled
 from pdx.amp._autocast import is_bfloat16_supported
 from pdx.amp._autocast import is_float16_supported
-from pdx.amp._policy import AmpPolicy
-from pdx.amp._policy import amp_guard
-from pdx.amp._policy import auto_cast
-from pdx.amp._policy import current_policy
+from pdx._amp_policy import AmpPolicy
+from pdx._amp_policy import amp_guard
+from pdx._amp_policy import auto_cast
+from pdx._amp_policy import current_policy
 from pdx.amp._grad_scaler import AmpScaler
 from pdx.amp._grad_scaler import GradScaler
 from pdx.amp._grad_scaler import LossScaleState
 from pdx.amp._decorate import decorate
+from pdx.amp._decorate import fp32_param_names
 
 __all__ = [
     "autocast",
@@ -38,4 +39,5 @@ __all__ = [
     "auto_cast",
     "current_policy",
     "decorate",
+    "fp32_param_names",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdx.amp._policy import auto_cast, current_policy
+from pdx._amp_policy import auto_cast, current_policy
 
 __all__ = ["autocast", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
            "is_autocast_enabled", "is_bfloat16_supported", "is_float16_supported"]

@@ -12,7 +12,7 @@ low-precision copies for the forward pass.
 
 from __future__ import annotations
 
-from pdx.amp._policy import _DTYPES
+from pdx._amp_policy import _DTYPES
 
 __all__ = ["decorate", "fp32_param_names"]
 
@@ -21,7 +21,13 @@ _NORM_LAYERS = ("BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "Layer
 
 
 def fp32_param_names(model) -> frozenset:
-    """Dotted names of the parameters O2 keeps in float32 (those of norm layers)."""
+    """Dotted names of the parameters O2 keeps in float32 (those of norm layers).
+
+    Example:
+      >>> net = pdx.nn.Sequential(pdx.nn.Linear(2, 2), pdx.nn.LayerNorm(2))
+      >>> sorted(pdx.amp.fp32_param_names(net))
+      ['1.bias', '1.weight']
+    """
     from pdx import nn
 
     norm_types = tuple(getattr(nn, n) for n in _NORM_LAYERS if hasattr(nn, n))

@@ -12,6 +12,7 @@ from pdx.callbacks._callbacks import ModelCheckpoint
 from pdx.callbacks._callbacks import ProgBarLogger
 from pdx.callbacks._callbacks import ReduceLROnPlateau
 from pdx.callbacks._callbacks import VisualDL
+from pdx.callbacks._callbacks import config_callbacks
 
 __all__ = ["CSVLogger", "Callback", "EarlyStopping", "LRScheduler", "ModelCheckpoint", "ProgBarLogger",
-           "ReduceLROnPlateau", "VisualDL"]
+           "ReduceLROnPlateau", "VisualDL", "config_callbacks"]

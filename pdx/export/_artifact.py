@@ -26,7 +26,7 @@ import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, deserialize, serialize
 
-from pdx.jit._input_spec import InputSpec
+from pdx.jit import InputSpec
 
 __all__ = ["ArtifactError", "FORMAT", "MANIFEST", "PARAMS", "PROGRAM", "load_params", "read_artifact",
            "save_params", "spec_from_json", "spec_to_json", "write_artifact"]

@@ -28,12 +28,13 @@ import jax
 import numpy as np
 from jax import export as jax_export
 
-from pdx._graph import Graph, is_graph_node, run_with_values
+from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS, compile_vmfb
-from pdx.jit._input_spec import InputSpec
-from pdx.jit._static_function import StaticFunction, _free_graph_refs
-from pdx.nn import _layer
+from pdx.jit import InputSpec
+from pdx.jit import StaticFunction
+from pdx._static_layers import static_layers
+from pdx.nn import Buffer, Layer
 
 __all__ = ["BATCH", "TARGETS", "export", "export_program"]
 
@@ -64,9 +65,9 @@ class _Traced:
     """A Layer/function as `program(params, *inputs)` plus its named parameters."""
 
     def __init__(self, layer_or_fn):
-        if isinstance(layer_or_fn, _layer.Layer):
+        if isinstance(layer_or_fn, Layer):
             layer = layer_or_fn
-            static = _layer._static_layers.get(layer) or StaticFunction(type(layer).forward)
+            static = static_layers.get(layer) or StaticFunction(type(layer).forward)
             self.call = functools.partial(static, layer)
             self.name = type(layer).__name__.lower()
             self.arg_names = _positional_names(type(layer).forward)[1:]
@@ -86,7 +87,7 @@ class _Traced:
         self.params: list[tuple[str, object, int]] = []  # (state_dict name, Variable, graph slot)
         seen: set[int] = set()
         for prefix, obj in named:
-            if not isinstance(obj, _layer.Layer):
+            if not isinstance(obj, Layer):
                 continue  # optimizers etc.: their state is baked into the program as constants
             for name, var in list(obj.named_parameters()) + list(obj.named_buffers()):
                 if id(var) not in seen:
@@ -117,7 +118,7 @@ def _reachable_objects(fn) -> list[tuple[str, object]]:
         named.append(("", fn.__self__))
     cells = dict(zip(getattr(getattr(fn, "__code__", None), "co_freevars", ()), getattr(fn, "__closure__", None) or ()))
     cell_names = {id(cell): name for name, cell in cells.items()}
-    for i, (holder, name) in enumerate(_free_graph_refs(fn)):
+    for i, (holder, name) in enumerate(free_graph_refs(fn)):
         obj = holder[name] if name is not None else holder.cell_contents
         prefix = name if name is not None else cell_names.get(id(holder), f"obj{i}")
         if not any(obj is o for _, o in named):
@@ -240,8 +241,8 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
         "inputs": [_artifact.spec_to_json(s.name, _json_dims(_symbolic(s)), s.dtype) for s in specs],
         "outputs": [_artifact.spec_to_json(n, _json_dims(a.shape), a.dtype) for n, a in zip(output_names, out_avals)],
         "params": [{"name": n, "shape": list(np.shape(params[n])), "dtype": np.asarray(params[n]).dtype.name,
-                    "kind": "buffer" if isinstance(v, _layer.Buffer) else "parameter",
-                    "trainable": bool(v.get_metadata().get("trainable", True)) and not isinstance(v, _layer.Buffer)}
+                    "kind": "buffer" if isinstance(v, Buffer) else "parameter",
+                    "trainable": bool(v.get_metadata().get("trainable", True)) and not isinstance(v, Buffer)}
                    for n, v, _ in traced.params],
         "program": {"file": _artifact.PROGRAM, "vjp_order": 1 if differentiable else 0,
                     "stablehlo_chars": len(mlir), "ops": _op_histogram(mlir)},

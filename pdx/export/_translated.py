@@ -1,4 +1,4 @@
-"""`TranslatedLayer`, `pdx.jit.save` and `pdx.jit.load` (Paddle's `paddle.jit` deployment API).
+"""`TranslatedLayer`, what `pdx.jit.load` returns (Paddle's `paddle.jit.TranslatedLayer`).
 
 A TranslatedLayer holds the artifact's parameters as its own `nnx.Param` /
 `Buffer` Variables, under the same `state_dict()` names as the exported
@@ -10,15 +10,16 @@ layer can be fine-tuned, eagerly or inside `pdx.jit`.
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from pdx.export._artifact import ArtifactError
-from pdx.export._export import export
 from pdx.export._runtime import Artifact
 from pdx.export._validate import check_arrays
-from pdx.nn import _layer
+from pdx.nn import Buffer, Layer
 
 __all__ = ["TranslatedLayer", "load", "save"]
 
@@ -58,14 +59,14 @@ def _forward_only(call, name: str):
     return run
 
 
-class _Scope(_layer.Layer):
+class _Scope(Layer):
     """A namespace level of dotted parameter names ("features.0.weight")."""
 
     def forward(self, *inputs):
         raise TypeError("this is a parameter namespace of a TranslatedLayer; call the TranslatedLayer")
 
 
-class TranslatedLayer(_layer.Layer):
+class TranslatedLayer(Layer):
     """A Layer loaded from an exported artifact (Paddle's `paddle.jit.TranslatedLayer`).
 
     Create it with `pdx.jit.load(path)`. Differences from the exported Layer:
@@ -79,8 +80,10 @@ class TranslatedLayer(_layer.Layer):
       output_names: tuple of output names.
     """
 
-    def __init__(self, artifact: Artifact):
+    def __init__(self, artifact: Artifact | str | os.PathLike):
         super().__init__()
+        if not isinstance(artifact, Artifact):
+            artifact = Artifact(artifact)
         self._program = _Program(artifact.exported(), artifact)
         self.name = artifact.name
         self.input_specs = artifact.input_specs
@@ -89,7 +92,7 @@ class TranslatedLayer(_layer.Layer):
         for meta, value in zip(artifact.param_meta, artifact.params):
             value = jnp.asarray(value)
             if meta.get("kind") == "buffer":
-                var = _layer.Buffer(value, persistable=True)
+                var = Buffer(value, persistable=True)
             elif meta.get("trainable", True):
                 var = nnx.Param(value)
             else:
@@ -130,63 +133,3 @@ def _check_free(node, attr: str, dotted: str) -> None:
     if attr not in vars(node) and hasattr(type(node), attr):
         raise ArtifactError(f"parameter name {dotted!r} collides with the Layer attribute {attr!r}; "
                             "rename that parameter in the model and re-export")
-
-
-def save(layer, path, input_spec=None, **configs):
-    """Save a Layer or function for inference and fine-tuning (Paddle's `paddle.jit.save`).
-
-    `pdx.export.export` with the XLA target: StableHLO program, safetensors
-    parameters and manifest in the directory `path` (Paddle writes
-    `path.pdmodel` / `path.pdiparams` files; pdx writes one directory).
-
-    Args:
-      layer: a `pdx.nn.Layer` or a function (a `pdx.jit` StaticFunction too).
-      path: the artifact directory.
-      input_spec: a list of `pdx.jit.InputSpec`; may be omitted when the
-        layer/function was decorated with `pdx.jit.to_static(input_spec=...)`,
-        or after its `to_static` function ran: the shapes of the last call are
-        used (as Paddle does).
-      **configs: passed to `pdx.export.export` (name, output_names, platforms, ...).
-
-    Returns:
-      The artifact directory as a `pathlib.Path`.
-
-    Example:
-      >>> import pdx, tempfile
-      >>> net = pdx.nn.Linear(4, 2)
-      >>> path = pdx.jit.save(net, tempfile.mkdtemp() + "/net", [pdx.jit.InputSpec([None, 4], "float32", "x")])
-      >>> pdx.jit.load(path)(pdx.ones([2, 4])).shape
-      (2, 2)
-    """
-    if input_spec is None:
-        static = layer
-        if isinstance(layer, _layer.Layer):  # pdx.jit(layer), or @pdx.jit on the class's forward
-            static = _layer._static_layers.get(layer) or getattr(type(layer), "forward", None)
-        input_spec = getattr(static, "_input_spec", None)
-        if input_spec is None and hasattr(static, "last_input_spec"):
-            input_spec = static.last_input_spec()
-        if input_spec is None:
-            raise ValueError("pdx.jit.save: input_spec is required (e.g. [pdx.jit.InputSpec([None, 3, 224, 224], "
-                             "'float32', 'image')]) unless the layer was decorated with "
-                             "pdx.jit.to_static(input_spec=...) or its to_static function has run once "
-                             "(then the shapes of that call are used)")
-    if "targets" in configs:
-        raise TypeError("pdx.jit.save writes the XLA target only; use pdx.export.export(..., targets=[...]) "
-                        "for IREE targets")
-    return export(layer, path, input_spec, **configs)
-
-
-def load(path, **configs) -> TranslatedLayer:
-    """Load an artifact as a fine-tunable `TranslatedLayer` (Paddle's `paddle.jit.load`).
-
-    The manifest and every file's sha256 are checked before anything is
-    deserialized (`pdx.export.ArtifactError` otherwise).
-
-    Args:
-      path: the artifact directory written by `pdx.jit.save` / `pdx.export.export`.
-      **configs: accepted for Paddle compatibility; none are used.
-
-    Returns:
-      A `TranslatedLayer` with the artifact's parameters.
-    """
-    return TranslatedLayer(Artifact(path))

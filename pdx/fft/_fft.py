@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype, default_float
-from pdx.ops._checks import int_list, static_int
-from pdx.ops._common import as_array, normalize_axis, op_error
+from pdx._args import as_array, int_list, normalize_axis, op_error, static_int
 
 _NORMS = ("backward", "ortho", "forward")
 _SWAPPED = {"backward": "forward", "forward": "backward", "ortho": "ortho"}

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import next_key
-from pdx.ops._common import op_error
+from pdx._args import op_error
 
 __all__ = ["reindex_graph", "reindex_heter_graph", "sample_neighbors", "weighted_sample_neighbors"]
 

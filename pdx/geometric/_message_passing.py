@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.geometric._segment import segment_reduce, static_size
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 
 __all__ = ["send_u_recv", "send_ue_recv", "send_uv"]
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import in_trace
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 
 __all__ = ["segment_max", "segment_mean", "segment_min", "segment_sum", "segment_reduce", "static_size"]
 

@@ -56,7 +56,7 @@ def _shapes(tree):
 @contextlib.contextmanager
 def _record_calls(records: list):
     """Record (layer, inputs, output) of every Layer call inside the block."""
-    from pdx.nn._layer import Layer
+    from pdx.nn import Layer
 
     original = Layer.__call__
 

@@ -19,7 +19,8 @@ import types
 from pdx.jit._dy2static import Dy2StaticError, get_code, max_iterations
 from pdx.jit._input_spec import InputSpec
 from pdx.jit._static_function import StaticFunction, enable_to_static, not_to_static, to_static
-from pdx.export._translated import TranslatedLayer, load, save  # noqa: E402 (needs pdx.jit above)
+from pdx.jit._save import load, save
+from pdx.export import TranslatedLayer  # noqa: E402 (pdx.export needs the pdx.jit names above)
 
 __all__ = [
     "Dy2StaticError",

@@ -35,11 +35,12 @@ from flax import errors as nnx_errors
 from flax import nnx
 
 from pdx import _nnx
-from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
+from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values, same_leaves
 from pdx.jit import _dy2static
 from pdx.jit._dy2static import _runtime as _dy2static_runtime
 from pdx.jit._input_spec import InputSpec, check_inputs
-from pdx.nn import _layer
+from pdx._static_layers import static_layers
+from pdx.nn import Layer
 
 __all__ = ["StaticFunction", "enable_to_static", "not_to_static", "to_static"]
 
@@ -109,48 +110,6 @@ def not_to_static(fn: Callable) -> Callable:
     return fn
 
 
-def _free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
-    """Where `fn` (and the global helper functions it calls) can reach graph
-    objects by name: (globals dict, name) or (closure cell, None) pairs."""
-    refs: list = []
-    seen_code: set[int] = set()
-
-    def visit(func):
-        code = getattr(func, "__code__", None)
-        if code is None or id(code) in seen_code:
-            return
-        seen_code.add(id(code))
-        for cell in getattr(func, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # empty cell
-                continue
-            if is_graph_node(value):
-                refs.append((cell, None))
-            elif isinstance(value, types.FunctionType):
-                visit(value)
-        g = getattr(func, "__globals__", {})
-        codes = [code]
-        while codes:  # names used by nested functions/lambdas/comprehensions too
-            c = codes.pop()
-            for name in c.co_names:
-                value = g.get(name)
-                if is_graph_node(value):
-                    refs.append((g, name))
-                elif isinstance(value, types.FunctionType) and not _is_library(value):
-                    visit(value)
-            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-
-    visit(inspect.unwrap(fn))
-    unique, keys = [], set()
-    for ref in refs:
-        key = (id(ref[0]), ref[1])
-        if key not in keys:
-            keys.add(key)
-            unique.append(ref)
-    return unique
-
-
 _GraphNode = nnx.Pytree
 _CONTAINERS = (list, tuple, dict)
 # Python scalars are compile-time constants, as in Paddle's to_static: `if training:` and
@@ -209,11 +168,6 @@ class _CallPlan:
                 return False
         graph = self.graph
         return (graph.version == _STRUCTURE.value and not graph.containers) or graph.is_current()
-
-
-def _is_library(func) -> bool:
-    module = getattr(func, "__module__", None) or ""
-    return module.split(".")[0] in ("pdx", "jax", "flax", "optax", "numpy")
 
 
 class StaticFunction:
@@ -298,7 +252,7 @@ class StaticFunction:
             kw_layout = tuple(kw_layout)
         free = self._free_refs
         if free is None:
-            free = self._free_refs = _free_graph_refs(self.dygraph_function)
+            free = self._free_refs = free_graph_refs(self.dygraph_function)
         for holder, name in free:
             obj = holder[name] if name is not None else holder.cell_contents
             if (_KINDS.get(type(obj)) or _classify(type(obj))) is _NODE and obj not in objs:
@@ -488,7 +442,7 @@ def to_static(function=None, input_spec=None, build_strategy=None, backend=None,
                                     backend=backend)
     if isinstance(function, StaticFunction):
         return function
-    if isinstance(function, _layer.Layer):
-        _layer._static_layers[function] = StaticFunction(type(function).forward, **options)
+    if isinstance(function, Layer):
+        static_layers[function] = StaticFunction(type(function).forward, **options)
         return function
     return StaticFunction(function, **options)

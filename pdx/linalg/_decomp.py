@@ -10,8 +10,7 @@ import numpy as np
 
 from pdx._random import in_trace, next_key
 from pdx.linalg._linalg import _tri_solve, batch_broadcast, check_matrix, float_input
-from pdx.ops._checks import static_int
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error, static_int
 
 
 def _real_dtype(dtype):

@@ -16,8 +16,7 @@ import numpy as np
 
 from pdx._dtype import default_float
 from pdx.ops import norm as _ops_norm
-from pdx.ops._checks import int_list
-from pdx.ops._common import as_array, normalize_axis, op_error
+from pdx._args import as_array, int_list, normalize_axis, op_error
 
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 

@@ -1,7 +1,7 @@
 """pdx.nn: Layer (on flax.nnx), layers, initializers and functional ops."""
 
 from pdx.nn import axes, decode, functional, initializer
-from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from pdx.nn._clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, GradientClipBase
 from pdx.nn._layer import Buffer, Layer, ParamAttr
 from pdx.nn._activation import (
     CELU,
@@ -268,6 +268,7 @@ __all__ = [
     "ClipGradByGlobalNorm",
     "ClipGradByNorm",
     "ClipGradByValue",
+    "GradientClipBase",
     "ConstantPad1D",
     "ConstantPad1d",
     "ConstantPad2D",

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -40,7 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pdx import _nnx, _random
+from pdx import _random
+from pdx._random import as_rngs
+from pdx._static_layers import static_layers as _static_layers
 from pdx._dtype import convert_dtype, default_float
 from pdx._placement import axes_metadata
 
@@ -79,18 +80,6 @@ class ParamAttr:
     need_clip: bool = True
 
 
-_static_layers: "weakref.WeakKeyDictionary[Layer, Callable]" = weakref.WeakKeyDictionary()
-
-
-def as_rngs(rngs) -> nnx.Rngs | None:
-    """Normalize a layer's `rngs=` keyword: None, an int seed, a key or nnx.Rngs."""
-    if rngs is None or isinstance(rngs, nnx.Rngs):
-        return rngs
-    if isinstance(rngs, (int, np.integer)) or isinstance(rngs, jax.Array):
-        return nnx.Rngs(rngs)
-    raise TypeError(f"rngs= must be None, an int seed, a jax key or flax.nnx.Rngs; got {type(rngs).__name__}")
-
-
 def _param_key(rngs: nnx.Rngs | None) -> jax.Array:
     if rngs is not None:
         return rngs.params()
@@ -120,7 +109,9 @@ def _iter_attributes(node) -> Iterator[tuple[str, Any]]:
     if isinstance(node, (nnx.Dict, dict)):
         yield from ((str(k), v) for k, v in node.items())
         return
-    yield from _nnx.user_attributes(node)
+    for name, value in vars(node).items():
+        if not name.startswith(("_pytree__", "_object__")):
+            yield name, value
 
 
 _CONTAINERS = (nnx.List, nnx.Dict)

@@ -10,7 +10,7 @@ import pdx.nn.functional as F
 from pdx.nn import axes
 from pdx.nn._common import float_dtype, is_int, layer_error, value_of
 from pdx.nn._layer import Layer, as_rngs
-from pdx.ops._common import as_array, normalize_axis
+from pdx._args import as_array, normalize_axis
 
 __all__ = ["Embedding", "Flatten", "Identity", "Linear"]
 

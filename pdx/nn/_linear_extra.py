@@ -11,7 +11,7 @@ import pdx.nn.functional as F
 from pdx.nn import axes
 from pdx.nn._common import float_dtype, is_int, layer_error, reprlist, value_of
 from pdx.nn._layer import Layer, as_rngs
-from pdx.ops._common import as_array, normalize_axis
+from pdx._args import as_array, normalize_axis
 
 __all__ = ["Bilinear", "Unflatten"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pdx.nn.functional as F
 from pdx.nn._common import layer_error
 from pdx.nn._layer import Layer
-from pdx.ops._common import as_array
+from pdx._args import as_array
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "GaussianNLLLoss",
            "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "MarginRankingLoss",

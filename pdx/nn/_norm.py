@@ -21,7 +21,7 @@ from pdx.nn import axes
 from pdx.nn._common import float_dtype, is_int, layer_error, value_of
 from pdx.nn._layer import Buffer, Layer, as_rngs
 from pdx.nn.initializer import Constant
-from pdx.ops._common import as_array
+from pdx._args import as_array
 
 __all__ = ["BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "GroupNorm", "InstanceNorm1D",
            "InstanceNorm2D", "InstanceNorm3D", "LayerNorm", "RMSNorm"]

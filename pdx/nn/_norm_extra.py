@@ -21,7 +21,7 @@ from pdx.nn._common import float_dtype, is_int, layer_error, reprlist, value_of
 from pdx.nn._layer import Layer, ParamAttr, as_rngs
 from pdx.nn._norm import _BatchNormBase
 from pdx.nn.initializer import Constant, Normal
-from pdx.ops._common import as_array
+from pdx._args import as_array
 
 __all__ = ["LocalResponseNorm", "SpectralNorm", "SyncBatchNorm"]
 

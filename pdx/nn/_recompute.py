@@ -17,25 +17,8 @@ from flax import nnx
 
 from pdx import _nnx
 from pdx._graph import Graph, run_with_values
+from pdx._remat import remat_policy as _policy
 from pdx.nn._stack import LayerStack, check_identical, scan_values
-
-# Paddle's recompute keeps nothing; the others trade memory for compute like MaxText's remat policies.
-_POLICIES = {
-    "full": jax.checkpoint_policies.nothing_saveable,
-    "dots": jax.checkpoint_policies.dots_saveable,
-    "dots_with_no_batch_dims": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
-    "none": jax.checkpoint_policies.everything_saveable,
-}
-
-
-def _policy(policy):
-    if policy is None or callable(policy):
-        return policy if policy is not None else _POLICIES["full"]
-    if policy not in _POLICIES:
-        raise ValueError(f"recompute: unknown policy {policy!r}; use one of {sorted(_POLICIES)} or a "
-                         "jax.checkpoint_policies function")
-    return _POLICIES[policy]
-
 
 def _write_back(graph: Graph, new_values: Sequence) -> None:
     """Keep what the forward changed in buffers (batch-norm statistics, RNG counters)."""

@@ -24,22 +24,11 @@ import jax.numpy as jnp
 from flax import nnx
 
 from pdx import _nnx, _placement
-from pdx._graph import Graph, run_with_values
+from pdx._graph import Graph, check_identical, run_with_values
 from pdx.nn import axes
 from pdx.nn._layer import Layer, restore_attribute_order
 
 __all__ = ["LayerStack", "scan_values"]
-
-
-def check_identical(layers: Sequence, who: str) -> None:
-    """Raise unless `layers` share one structure (classes, settings, shapes and dtypes)."""
-    first = nnx.graphdef(layers[0])
-    shapes = [(v.shape, v.dtype) for v in Graph([layers[0]]).values()]
-    for i, layer in enumerate(layers[1:], 1):
-        if nnx.graphdef(layer) != first or [(v.shape, v.dtype) for v in Graph([layer]).values()] != shapes:
-            raise ValueError(f"{who}: layer {i} ({type(layer).__name__}) differs in structure from layer 0 "
-                             f"({type(layers[0]).__name__}); stacking needs identical layers (same classes, "
-                             "settings, shapes and dtypes) — keep them in a pdx.nn.LayerList and run a loop")
 
 
 def _copy(layer):

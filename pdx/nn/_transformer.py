@@ -26,7 +26,7 @@ from pdx.nn._dropout import Dropout
 from pdx.nn._layer import Layer, as_rngs, restore_attribute_order
 from pdx.nn._linear import Linear
 from pdx.nn._norm import LayerNorm
-from pdx.ops._common import as_array
+from pdx._args import as_array
 
 __all__ = ["MultiHeadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
            "TransformerEncoder", "TransformerEncoderLayer"]

@@ -7,51 +7,12 @@ under `jax.jit`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from pdx._dtype import convert_dtype
-from pdx.ops._common import as_array, normalize_axis, op_error
-
-
-def static_int(value, *, op: str, name: str) -> int:
-    """A Python int from an int, numpy integer or concrete 0-D/1-element tensor.
-
-    Paddle accepts small tensors for integer attributes (axis, k, num); under a
-    trace such a tensor is abstract, so we say to pass a Python int instead.
-    """
-    if isinstance(value, bool):
-        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (jax.Array, np.ndarray)):
-        if value.size != 1 or not jnp.issubdtype(value.dtype, jnp.integer):
-            raise TypeError(f"pdx.{op}: `{name}` must be an int or a 1-element integer tensor; "
-                            f"got a tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
-        try:
-            return int(np.asarray(value).reshape(()))
-        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
-            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a Python int "
-                            "instead of a traced tensor under jit") from e
-    raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
-
-
-def int_list(values, *, op: str, name: str) -> list[int]:
-    """A list of Python ints from an int, a sequence of ints/1-element tensors or a 1-D tensor."""
-    if isinstance(values, (jax.Array, np.ndarray)):
-        if values.ndim > 1:
-            raise TypeError(f"pdx.{op}: `{name}` must be a 1-D integer tensor; got shape {tuple(values.shape)}")
-        try:
-            return [int(v) for v in np.asarray(values).reshape(-1)]
-        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
-            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a list of Python "
-                            "ints instead of a traced tensor under jit") from e
-    if isinstance(values, Sequence) and not isinstance(values, str):
-        return [static_int(v, op=op, name=name) for v in values]
-    return [static_int(values, op=op, name=name)]
+# The core helpers, re-exported for the ops modules.
+from pdx._args import as_array, int_list, normalize_axis, op_error, static_int
 
 
 def reduce_axes(axis, ndim: int, *, op: str) -> tuple[int, ...] | None:

@@ -5,44 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from pdx._dtype import convert_dtype
+# The core helpers, re-exported for the ops modules.
+from pdx._args import as_array, normalize_axis, op_error
 
 __all__ = ["as_array", "normalize_axis", "shape_list", "op_error"]
-
-
-def op_error(op: str, message: str) -> ValueError:
-    """A ValueError that names the op, e.g. `matmul: x.shape=(2, 3) ...`."""
-    return ValueError(f"pdx.{op}: {message}")
-
-
-def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
-    """Convert `x` (array, numpy, scalar, nested list) to a jax.Array.
-
-    Raises a TypeError naming the op and argument for objects that are not
-    array-like (for example a Layer passed where a tensor was expected).
-    """
-    if isinstance(x, jax.Array) and dtype is None:
-        return x
-    try:
-        return jnp.asarray(x, dtype=convert_dtype(dtype))
-    except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"pdx.{op}: argument `{name}` must be a tensor (jax.Array, numpy array, "
-            f"number or nested list); got {type(x).__name__}"
-        ) from e
-
-
-def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
-    """Map a possibly negative axis into [0, ndim) or raise naming the op."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {axis!r}")
-    if not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise op_error(op, f"`{name}`={axis} is out of range for a tensor of rank {ndim} "
-                           f"(valid: {-max(ndim, 1)} .. {max(ndim, 1) - 1})")
-    return int(axis) % max(ndim, 1)
 
 
 def _dim(s):

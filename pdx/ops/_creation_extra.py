@@ -138,7 +138,7 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
       (2, 3)
     """
     from pdx.nn import Layer  # pdx.nn builds on pdx.ops
-    from pdx.nn._layer import ParamAttr
+    from pdx.nn import ParamAttr
 
     if attr is None and name is not None:
         attr = ParamAttr(name=name)

@@ -120,7 +120,7 @@ def _buffer_sharding(shape, mesh):
 def _stacked_weights(layers):
     """(template layer, its Graph, per-Variable (N, ...) values, stored?) of a LayerStack or a list of layers."""
     from pdx.nn import LayerStack
-    from pdx.nn._stack import check_identical
+    from pdx._graph import check_identical
 
     if isinstance(layers, LayerStack):
         graph = Graph([layers.block])
@@ -165,7 +165,7 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
     Example: inside `with pdx.parallel.use_mesh(HybridConfig(pp_degree=2, accumulate_steps=4)):`
     a model calling `pdx.parallel.run_layers(self.layers, h)` runs this schedule.
     """
-    from pdx.nn._recompute import _policy
+    from pdx._remat import remat_policy as _policy
 
     template, graph, stacked, stored = _stacked_weights(layers)
     if stored and policy is None:

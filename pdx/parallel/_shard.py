@@ -128,7 +128,7 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
       >>> net.weight.get_value().sharding.spec
       PartitionSpec(None, 'mp')
     """
-    from pdx.optimizer._optimizer import Optimizer
+    from pdx.optimizer import Optimizer
 
     if not isinstance(config, HybridConfig):
         raise TypeError(f"shard: config must be a pdx.parallel.HybridConfig; got {type(config).__name__}")

@@ -9,8 +9,7 @@ import jax.numpy as jnp
 
 from pdx._dtype import default_float
 from pdx._random import in_trace
-from pdx.ops._checks import static_int
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error, static_int
 
 
 def _positive(value, op, name):

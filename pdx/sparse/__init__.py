@@ -15,6 +15,8 @@ number of entries depends on the data keep a static upper bound with padding
 Paddle's own CPU build lacks matmul / mv / addmm / masked_matmul.
 """
 
+from pdx import _tensor
+from pdx.sparse import _methods as _sparse_methods
 from pdx.sparse import nn
 from pdx.sparse._binary import add, addmm, divide, is_same_shape, mask_as, masked_matmul, matmul, multiply, mv, subtract
 from pdx.sparse._core import (coalesce, cols, crows, indices, is_sparse, is_sparse_coo, is_sparse_csr, nnz,
@@ -31,3 +33,7 @@ __all__ = [
     "reshape", "sin", "sinh", "slice", "sparse_coo_tensor", "sparse_csr_tensor", "sqrt", "square", "subtract",
     "sum", "tan", "tanh", "to_dense", "to_sparse_coo", "to_sparse_csr", "transpose", "values",
 ]
+
+# Paddle's sparse Tensor methods on BCOO / BCSR, off with PDX_TENSOR_METHODS=0 like the dense ones.
+if _tensor.enabled():
+    _sparse_methods.register()

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 from pdx.sparse._core import (BCOO, BCSR, _gather_masked, as_coo, coalesced, concrete, csr_coords, fmt, linear_keys,
                               require_sparse, with_format)
 from pdx.sparse._unary import map_values

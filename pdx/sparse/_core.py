@@ -24,7 +24,7 @@ import numpy as np
 from jax.experimental import sparse as jsparse
 
 from pdx._dtype import convert_dtype
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 
 __all__ = [
     "cols", "crows", "indices", "is_sparse", "is_sparse_coo", "is_sparse_csr", "nnz", "sparse_coo_tensor",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from pdx.ops._common import op_error
+from pdx._args import op_error
 from pdx.sparse._core import as_coo, require_sparse
 
 __all__ = ["pca_lowrank"]

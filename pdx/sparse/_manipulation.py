@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import convert_dtype
-from pdx.ops._common import op_error
+from pdx._args import op_error
 from pdx.sparse._core import (BCOO, BCSR, as_coo, coalesced, compact, concrete, fmt, host_valid, linear_keys,
                               require_sparse, valid_mask, with_format)
 

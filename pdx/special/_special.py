@@ -8,8 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype
-from pdx.ops._checks import static_int
-from pdx.ops._common import as_array, normalize_axis, op_error
+from pdx._args import as_array, normalize_axis, op_error, static_int
 
 
 @functools.partial(jax.jit, static_argnames=("axis",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from pdx.audio.functional import compute_fbank_matrix, create_dct, get_window, power_to_db
-from pdx.nn._layer import Layer
+from pdx.nn import Layer
 from pdx.signal import stft
 
 

@@ -8,8 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype
-from pdx.ops._checks import static_int
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error, static_int
 
 # Slaney's mel scale: linear below 1 kHz (3 mels per 200 Hz), logarithmic above.
 _LINEAR_HZ_PER_MEL = 200.0 / 3

@@ -12,8 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import convert_dtype
-from pdx.ops._checks import static_int
-from pdx.ops._common import op_error
+from pdx._args import op_error, static_int
 
 _OP = "audio.functional.get_window"
 

@@ -17,6 +17,7 @@ import threading
 import types
 import weakref
 
+from pdx._static_layers import static_layers
 from pdx.jit._dy2static import _runtime
 from pdx.jit._dy2static._transform import RT, ConversionError, transform
 
@@ -201,10 +202,10 @@ def converted_call(f):
             new = convert_or_fallback(func)
             return f if new is func else types.MethodType(new, f.__self__)
         return f
-    from pdx.nn import _layer
+    from pdx.nn import Layer
 
-    if isinstance(f, _layer.Layer):
-        if _layer._static_layers.get(f) is not None:
+    if isinstance(f, Layer):
+        if static_layers.get(f) is not None:
             return f
         forward = getattr(type(f), "forward", None)
         if isinstance(forward, types.FunctionType) and _convertible(forward):
@@ -254,11 +255,11 @@ def get_code(fn) -> str:
       def f(x):
     """
     from pdx.jit._static_function import StaticFunction
-    from pdx.nn import _layer
+    from pdx.nn import Layer
 
     if isinstance(fn, StaticFunction):
         fn = fn.dygraph_function
-    if isinstance(fn, _layer.Layer):
+    if isinstance(fn, Layer):
         fn = type(fn).forward
     if isinstance(fn, (types.MethodType, functools.partial)):
         fn = getattr(fn, "__func__", None) or fn.func

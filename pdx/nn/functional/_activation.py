@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype
 from pdx._random import next_key
-from pdx.ops._common import normalize_axis
+from pdx._args import normalize_axis
 from pdx.nn.functional._args import array, bcast_channel, compiled, error, float_array
 
 __all__ = [

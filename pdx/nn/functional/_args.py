@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import in_trace
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 
 # Spatial-layout names Paddle accepts, per number of spatial dims.
 CHANNEL_FIRST = {1: "NCL", 2: "NCHW", 3: "NCDHW"}

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import next_key
-from pdx.amp._policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
-from pdx.ops._common import normalize_axis
+from pdx._amp_policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
+from pdx._args import normalize_axis
 from pdx.nn.functional._args import (
     CHANNEL_FIRST, CHANNEL_LAST, array, compiled, error, float_array, is_int, ntuple, spatial_format,
 )

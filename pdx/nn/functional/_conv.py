@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from pdx.amp._policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
+from pdx._amp_policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
 from pdx.nn.functional._args import (
     array, bcast_channel, channel_axis, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads,
     spatial_format,

@@ -15,7 +15,7 @@ import numpy as np
 from pdx._dtype import convert_dtype
 from pdx._random import next_key
 from pdx.nn.functional._args import array, compiled, error, float_array, is_int, spatial_format
-from pdx.ops._common import normalize_axis
+from pdx._args import normalize_axis
 
 __all__ = [
     "class_center_sample", "diag_embed", "gather_tree", "gumbel_softmax", "pdist", "sequence_mask",

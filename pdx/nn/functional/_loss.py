@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx import kernels as K
-from pdx.ops._common import normalize_axis
+from pdx._args import normalize_axis
 from pdx.nn.functional._args import array, check_reduction, compiled, error, float_array, reduce
 
 __all__ = [

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pdx.io._dataset import Dataset
+from pdx.io import Dataset
 
 __all__ = ["Digits"]
 

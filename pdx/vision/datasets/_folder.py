@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from pdx.io._dataset import Dataset
+from pdx.io import Dataset
 
 __all__ = ["DatasetFolder", "ImageFolder", "IMG_EXTENSIONS", "default_loader"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdx import nn
-from pdx.nn._layer import as_rngs
+from pdx._random import as_rngs
 from pdx.vision.models._common import check_data_format, flatten_features
 
 __all__ = ["LeNet"]

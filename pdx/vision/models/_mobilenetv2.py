@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from pdx import nn
-from pdx.nn._layer import as_rngs
+from pdx._random import as_rngs
 from pdx.vision.models._common import check_data_format, flatten_features, refuse_pretrained
 
 __all__ = ["MobileNetV2", "mobilenet_v2"]

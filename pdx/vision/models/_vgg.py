@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdx import nn
-from pdx.nn._layer import as_rngs
+from pdx._random import as_rngs
 from pdx.vision.models._common import check_data_format, flatten_features, refuse_pretrained
 
 __all__ = ["VGG", "make_layers", "vgg11", "vgg13", "vgg16", "vgg19"]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pdx.io._worker import sample_rng
+from pdx.io import sample_rng
 from pdx.vision.transforms import _color as C
 from pdx.vision.transforms import _functional as F
 from pdx.vision.transforms import _geometry as G

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pdx.io._worker import sample_rng
+from pdx.io import sample_rng
 from pdx.vision.transforms import _functional as F
 from pdx.vision.transforms import _geometry as G
 from pdx.vision.transforms._image import apply

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx.ops._common import op_error
+from pdx._args import op_error
 from pdx.sparse._core import BCOO, as_coo, concrete, fmt, host_valid, require_sparse, valid_mask, with_format
 from pdx.sparse._unary import map_values
 

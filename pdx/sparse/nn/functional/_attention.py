@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 from pdx.sparse._binary import _coo_coords, matmul
 from pdx.sparse._core import BCOO, as_coo, require_sparse
 from pdx.sparse.nn.functional._activation import softmax

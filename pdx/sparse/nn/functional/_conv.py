@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pdx.ops._common import as_array, op_error
+from pdx._args import as_array, op_error
 from pdx.sparse._core import BCOO, as_coo, concrete, require_sparse
 
 __all__ = ["conv2d", "conv3d", "max_pool3d", "subm_conv2d", "subm_conv3d"]

@@ -1,0 +1,90 @@
+"""Argument conversion and Paddle-style errors shared by every pdx package.
+
+`as_array` turns an argument into a jax.Array (a TypeError naming the op and
+argument for anything that is not array-like), `op_error` is the ValueError
+that names the op, and `normalize_axis` / `static_int` / `int_list` read
+static (trace-time) arguments. They look only at Python values, shapes and
+dtypes, never at array values, so they are safe under `jax.jit`. This is part
+of the framework core (like `pdx._dtype`), which every package may import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pdx._dtype import convert_dtype
+
+__all__ = ["as_array", "int_list", "normalize_axis", "op_error", "static_int"]
+
+
+def op_error(op: str, message: str) -> ValueError:
+    """A ValueError that names the op, e.g. `matmul: x.shape=(2, 3) ...`."""
+    return ValueError(f"pdx.{op}: {message}")
+
+
+def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
+    """Convert `x` (array, numpy, scalar, nested list) to a jax.Array.
+
+    Raises a TypeError naming the op and argument for objects that are not
+    array-like (for example a Layer passed where a tensor was expected).
+    """
+    if isinstance(x, jax.Array) and dtype is None:
+        return x
+    try:
+        return jnp.asarray(x, dtype=convert_dtype(dtype))
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"pdx.{op}: argument `{name}` must be a tensor (jax.Array, numpy array, "
+            f"number or nested list); got {type(x).__name__}"
+        ) from e
+
+
+def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
+    """Map a possibly negative axis into [0, ndim) or raise naming the op."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {axis!r}")
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise op_error(op, f"`{name}`={axis} is out of range for a tensor of rank {ndim} "
+                           f"(valid: {-max(ndim, 1)} .. {max(ndim, 1) - 1})")
+    return int(axis) % max(ndim, 1)
+
+
+def static_int(value, *, op: str, name: str) -> int:
+    """A Python int from an int, numpy integer or concrete 0-D/1-element tensor.
+
+    Paddle accepts small tensors for integer attributes (axis, k, num); under a
+    trace such a tensor is abstract, so we say to pass a Python int instead.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (jax.Array, np.ndarray)):
+        if value.size != 1 or not jnp.issubdtype(value.dtype, jnp.integer):
+            raise TypeError(f"pdx.{op}: `{name}` must be an int or a 1-element integer tensor; "
+                            f"got a tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
+        try:
+            return int(np.asarray(value).reshape(()))
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
+            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a Python int "
+                            "instead of a traced tensor under jit") from e
+    raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
+
+
+def int_list(values, *, op: str, name: str) -> list[int]:
+    """A list of Python ints from an int, a sequence of ints/1-element tensors or a 1-D tensor."""
+    if isinstance(values, (jax.Array, np.ndarray)):
+        if values.ndim > 1:
+            raise TypeError(f"pdx.{op}: `{name}` must be a 1-D integer tensor; got shape {tuple(values.shape)}")
+        try:
+            return [int(v) for v in np.asarray(values).reshape(-1)]
+        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
+            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a list of Python "
+                            "ints instead of a traced tensor under jit") from e
+    if isinstance(values, Sequence) and not isinstance(values, str):
+        return [static_int(v, op=op, name=name) for v in values]
+    return [static_int(values, op=op, name=name)]
