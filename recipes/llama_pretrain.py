@@ -7,11 +7,20 @@ Python (the `pydoc_data` help topics, ~460 KB of English), byte-level tokens:
     pdx launch --nproc_per_node 2 --devices_per_proc 4 recipes/llama_pretrain.py --preset tiny --dp 2 --mp 4
     python recipes/llama_pretrain.py --preset 1b --data corpus.jsonl --seq_len 2048 --batch_size 8 --dtype bfloat16
 
+Training runs on one `pdx.TrainState` (parameters, AdamW state, step, ...):
+its leaves are placed on the HybridConfig's mesh once (`pdx.train.state_shardings`
+from the parameters' logical axis names), and the step is a pure
+`pdx.train.make_step` compiled with those shardings in and out, the state
+donated. The learning rate is the scheduler's pure schedule of the state's
+step count, evaluated inside the step.
+
 Logs loss, tokens/s and MFU every `log_every` steps (JSON lines to `log_file`
-too), evaluates perplexity on a held-out slice, checkpoints every
-`save_every` steps with pdx.checkpoint (the data position is the step, so a
-resumed run sees exactly the batches the straight run would have), and
-resumes from the latest committed checkpoint in `ckpt_dir`.
+too), evaluates perplexity on a held-out slice, checkpoints the TrainState
+every `save_every` steps with pdx.checkpoint (the data position is the step,
+so a resumed run sees exactly the batches the straight run would have), and
+resumes from the latest committed checkpoint in `ckpt_dir` by restoring the
+TrainState straight onto this run's mesh — which may differ from the mesh
+that saved it (save under dp=2, resume under mp=2 or ZeRO/FSDP).
 
 FLOP convention for MFU (PaLM, appendix B): per token 6 * N + 12 * L * d * S,
 N = parameters excluding the embedding, L layers, d width, S sequence length;
@@ -154,28 +163,32 @@ def main(argv=None) -> int:
     clip = pdx.nn.ClipGradByGlobalNorm(config.grad_clip) if config.grad_clip > 0 else None
     opt = pdx.optimizer.AdamW(learning_rate=schedule, parameters=model, weight_decay=config.weight_decay,
                               grad_clip=clip, multi_precision=config.dtype != "float32")
-    pdx.parallel.shard([model, opt], hybrid, mesh=mesh)
+    lr_at = schedule.as_schedule()  # optimizer updates -> learning rate, a pure function
+
+    # All training state as one pytree, placed on the mesh by the parameters' logical names.
+    state = pdx.TrainState.create(model, opt, seed=config.seed)
+    shardings = pdx.train.state_shardings(state, hybrid, mesh)
+    state = pdx.train.place_state(state, shardings)
+    del model, opt  # from here on the state is the model
 
     chunk = config.ce_chunk or None
 
-    @pdx.jit
-    def train_step(model, opt, batch):
-        def loss_fn(m):
-            return m.loss(batch[:, :-1], batch[:, 1:], chunk_size=chunk)
-
-        loss, grads = pdx.value_and_grad(loss_fn)(model)
-        opt.step(grads)
-        schedule.step()
-        return loss
-
-    @pdx.jit
-    def eval_loss(model, batch):
+    def lm_loss(model, batch):
         return model.loss(batch[:, :-1], batch[:, 1:], chunk_size=chunk)
+
+    update = pdx.train.make_step(lm_loss)
+
+    def step_fn(state, batch):
+        return update(state.replace(lr=lr_at(state.step)), batch)
 
     tokens = load_tokens(config.data)
     split = int(len(tokens) * 0.95)
     train_tokens, val_tokens = tokens[:split], tokens[split:]
     batch_sharding = pdx.parallel.named_sharding(("batch", None), (config.batch_size, config.seq_len + 1), hybrid, mesh)
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    train_step = pdx.train.jit_step(step_fn, shardings, batch=batch_sharding, metrics=replicated)
+    eval_loss = jax.jit(lambda state, batch: lm_loss(state.merge(training=False), batch),
+                        in_shardings=(shardings, batch_sharding), out_shardings=replicated)
 
     def place(host):
         return jax.make_array_from_callback(host.shape, batch_sharding, lambda idx: host[idx])
@@ -185,11 +198,9 @@ def main(argv=None) -> int:
     if config.ckpt_dir:
         manager = pdx.checkpoint.CheckpointManager(config.ckpt_dir, max_to_keep=2)
         if manager.latest_step() is not None:
-            target = {"model": model.state_dict(), "opt": opt.state_dict()}
-            ckpt = manager.restore(target=target)
-            model.set_state_dict(ckpt.state["model"])
-            opt.set_state_dict(ckpt.state["opt"])
-            pdx.parallel.shard([model, opt], hybrid, mesh=mesh)
+            # straight onto this run's mesh, whatever mesh saved it
+            ckpt = manager.restore(target=state, shardings=shardings)
+            state = ckpt.state
             start = ckpt.data_state["next_step"]
             _emit(config, rank, {"event": "resumed", "step": start})
 
@@ -204,8 +215,9 @@ def main(argv=None) -> int:
     with pdx.parallel.use_mesh(hybrid, mesh):
         end = min(config.steps, config.stop_after or config.steps)
         for step in range(start, end):
-            loss = train_step(model, opt, place(batch_at(train_tokens, step, config.batch_size, config.seq_len,
-                                                         config.seed)))
+            state, metrics = train_step(state, place(batch_at(train_tokens, step, config.batch_size, config.seq_len,
+                                                               config.seed)))
+            loss = metrics["loss"]
             window_tokens += config.batch_size * config.seq_len
             done = step + 1
             if done % config.log_every == 0 or done == config.steps:
@@ -213,20 +225,19 @@ def main(argv=None) -> int:
                 elapsed = time.perf_counter() - window_start
                 tps = window_tokens / elapsed
                 record = {"step": done, "loss": round(loss, 6), "tokens_per_s": round(tps, 1),
-                          "lr": float(opt.get_lr())}
+                          "lr": float(lr_at(done))}
                 if peak:
                     record["mfu"] = round(tps * per_token / (peak * 1e12 * jax.device_count()), 4)
                 _emit(config, rank, record)
                 window_start, window_tokens = time.perf_counter(), 0
             if (config.eval_every and done % config.eval_every == 0) or done == config.steps:
-                losses = [float(eval_loss(model, place(batch_at(val_tokens, i, config.batch_size, config.seq_len,
+                losses = [float(eval_loss(state, place(batch_at(val_tokens, i, config.batch_size, config.seq_len,
                                                                  config.seed + 1))))
                           for i in range(config.eval_batches)]
                 _emit(config, rank, {"step": done, "eval_loss": round(float(np.mean(losses)), 6),
                                      "perplexity": round(float(np.exp(np.mean(losses))), 4)})
             if manager is not None and ((config.save_every and done % config.save_every == 0) or done == end):
-                manager.save(done, {"model": model.state_dict(), "opt": opt.state_dict()},
-                             data_state={"next_step": done}, metadata={"loss": float(loss)}, force=True)
+                manager.save(done, state, data_state={"next_step": done}, metadata={"loss": float(loss)}, force=True)
                 if manager.reached_preemption(done):
                     manager.wait_until_finished()
                     _emit(config, rank, {"event": "preempted", "step": done})

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pdx import _random
+from pdx import _nnx, _random
 from pdx._random import as_rngs
 from pdx._static_layers import static_layers as _static_layers
 from pdx._dtype import convert_dtype, default_float
@@ -109,9 +109,7 @@ def _iter_attributes(node) -> Iterator[tuple[str, Any]]:
     if isinstance(node, (nnx.Dict, dict)):
         yield from ((str(k), v) for k, v in node.items())
         return
-    for name, value in vars(node).items():
-        if not name.startswith(("_pytree__", "_object__")):
-            yield name, value
+    yield from _nnx.user_attributes(node)
 
 
 _CONTAINERS = (nnx.List, nnx.Dict)

@@ -321,6 +321,53 @@ class Optimizer(nnx.Pytree):
         """(name, nnx.Param) pairs this optimizer updates, in binding order."""
         return list(zip(self._names, self._parameter_vars))
 
+    def trainable_parameters(self) -> list[tuple[str, nnx.Variable]]:
+        """(name, nnx.Param) pairs this optimizer updates, in binding order.
+
+        `named_parameters()` without the frozen ones (`trainable=False` or
+        `stop_gradient=True`); these names key `transformation()`'s params,
+        gradients and state.
+        """
+        by_name = dict(zip(self._names, self._parameter_vars))
+        return [(name, by_name[name]) for name in self._trainable]
+
+    @property
+    def opt_state(self):
+        """A read-only view of the optax state `step()` keeps: the pytree of
+        `transformation().init(params)` (for a float learning rate) holding
+        this optimizer's current arrays."""
+        return jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+    def init_state(self, params: Mapping):
+        """The optax state to train `params` (name -> array, keyed like
+        `trainable_parameters()`) with `transformation()` from here on.
+
+        It is this optimizer's current state when its layout is the
+        transformation's (so eager `step()`s taken before, and the placement
+        `pdx.parallel.shard` gave it, carry over), else a fresh
+        `transformation().init(params)` (a scheduler-driven learning rate,
+        whose transformation also counts updates).
+
+        Example:
+          >>> import jax.numpy as jnp, pdx
+          >>> net = pdx.nn.Linear(2, 1)
+          >>> opt = pdx.optimizer.Momentum(0.1, parameters=net)
+          >>> state = opt.init_state({n: v[...] for n, v in opt.trainable_parameters()})
+          >>> sorted(state[0]["update"]["momentum"].velocity)
+          ['bias', 'weight']
+        """
+        # One compiled init instead of an eager zeros kernel per parameter shape.
+        fresh = jax.jit(self.transformation().init)(dict(params))
+        current = self.opt_state
+        same = jax.tree.structure(current) == jax.tree.structure(fresh) and all(
+            a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(current), jax.tree.leaves(fresh)))
+        return current if same else fresh
+
+    def current_lr(self) -> jax.Array:
+        """The learning rate the next update uses, as a float32 device scalar
+        (no host transfer; `get_lr()` is the same value as a Python float)."""
+        return self._current_lr()
+
     @property
     def _parameter_list(self) -> list:
         return list(self._parameter_vars)

@@ -97,7 +97,7 @@ def place_state(state, shardings):
     return jax.tree.map(put, state, shardings)
 
 
-def jit_step(step: Callable, shardings, *, batch=None, donate: bool = True) -> Callable:
+def jit_step(step: Callable, shardings, *, batch=None, metrics=None, donate: bool = True) -> Callable:
     """`jax.jit(step)` with the state's shardings fixed on the way in and out.
 
     Args:
@@ -105,10 +105,12 @@ def jit_step(step: Callable, shardings, *, batch=None, donate: bool = True) -> C
       shardings: `state_shardings(state, config)`.
       batch: the batch's sharding (a Sharding or a pytree of them), or None
         to take the batch as it comes.
+      metrics: the metrics' sharding (e.g. replicated, so every process can
+        read them), or None to let XLA choose.
       donate: donate the input state's buffers to the output state.
 
     Returns:
       The compiled step.
     """
-    return jax.jit(step, in_shardings=(shardings, batch), out_shardings=(shardings, None),
+    return jax.jit(step, in_shardings=(shardings, batch), out_shardings=(shardings, metrics),
                    donate_argnums=(0,) if donate else ())
