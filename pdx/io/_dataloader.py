@@ -20,7 +20,8 @@ the remaining batches.
 
 from __future__ import annotations
 
-import weakref
+import math
+from multiprocessing import util as mp_util
 from typing import TYPE_CHECKING, Any, Callable
 
 import jax
@@ -39,6 +40,11 @@ __all__ = ["DataLoader"]
 _STATE_VERSION = 1
 
 _seed_draws: dict = {"key": None, "count": 0}
+
+# multiprocessing runs its exit finalizers by descending priority and stops
+# its thread pools at 15; a stream must close (dropping grain's read-ahead
+# arrays, whose shared memory one of those pools unlinks) before that.
+_CLOSE_AT_EXIT_PRIORITY = 20
 
 
 def _default_seed() -> int:
@@ -95,11 +101,16 @@ class DataLoader:
       prefetch_factor: batches each worker (or the reader thread) keeps ready.
       use_shared_memory: accepted; grain always moves large arrays through
         shared memory.
-      timeout: accepted and ignored; a dead or failing worker is reported
-        as an error naming the worker and sample, so the loader cannot hang
-        on it.
-      worker_init_fn: called as `worker_init_fn(worker_id)` in each worker
-        before it loads anything.
+      timeout: seconds to wait for a batch from the workers (Paddle's
+        meaning); 0 (default) waits forever. A worker that stays silent
+        longer (a hung `dataset[i]`) is stopped, the other workers are shut
+        down and a RuntimeError names the worker, its pid and the sample it
+        was loading. The clock starts when a worker process has started:
+        spawning it (seconds of imports) is not counted. With num_workers=0
+        nothing runs in parallel to time, so it does not apply.
+      worker_init_fn: called as `worker_init_fn(worker_id)` in each worker,
+        after the worker's generators are seeded and before it loads its
+        first sample (`get_worker_info()` works inside).
       persistent_workers: keep the workers (and their read-ahead) alive from
         one epoch into the next instead of restarting them. Needs a sampler
         whose order is a function of (seed, epoch) (the default samplers);
@@ -109,6 +120,17 @@ class DataLoader:
         Default: derived from pdx's global key (without advancing it), so
         `pdx.seed(n)` before building the loader makes the whole data stream
         reproducible and building a loader does not change later weights.
+
+    Worker seeding (Paddle's rule): when worker `w` starts loading epoch
+    `e`, it seeds Python's `random`, numpy's global generator and pdx's
+    global generator from the epoch's base seed (a function of (seed, e),
+    `get_worker_info().seed`) and `w`. So `np.random.rand()` in
+    `__getitem__` differs between workers and epochs, and the same `seed`
+    replays the same draws. With `persistent_workers=True` the reseeding
+    happens at each epoch's first batch, without running `worker_init_fn`
+    again. The main process (num_workers=0) is never reseeded. Draws from
+    these global generators depend on the number of workers and are not
+    replayed exactly by a mid-epoch resume; `pdx.io.sample_rng()` is.
 
     Iterator state: `it = iter(loader)`; `state = it.get_state()` is a
     JSON-able dict giving the position of the next batch; in a new process
@@ -133,7 +155,7 @@ class DataLoader:
                  prefetch_factor: int = 2, use_shared_memory: bool = True, timeout: float = 0,
                  worker_init_fn: Callable[[int], Any] | None = None, persistent_workers: bool = False,
                  *, seed: int | None = None):
-        del feed_list, return_list, use_shared_memory, timeout  # documented as accepted and ignored
+        del feed_list, return_list, use_shared_memory  # documented as accepted and ignored
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
             raise ValueError(f"DataLoader(num_workers) must be an int >= 0; got num_workers={num_workers!r}.")
         if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
@@ -142,6 +164,10 @@ class DataLoader:
             raise ValueError(f"DataLoader(batch_size) must be a positive int or None; got batch_size={batch_size!r}.")
         if seed is not None and (not isinstance(seed, int) or seed < 0):
             raise ValueError(f"DataLoader(seed) must be a non-negative int or None; got seed={seed!r}.")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0 \
+                or math.isinf(timeout):
+            raise ValueError(f"DataLoader(timeout) must be a finite number of seconds >= 0 (0 waits forever); "
+                             f"got timeout={timeout!r}.")
         if worker_init_fn is not None and not callable(worker_init_fn):
             raise TypeError(f"DataLoader(worker_init_fn) must be callable; got {type(worker_init_fn).__name__}.")
         self.dataset = dataset
@@ -149,6 +175,7 @@ class DataLoader:
         self.num_workers, self.prefetch_factor = num_workers, prefetch_factor
         self.use_buffer_reader = use_buffer_reader
         self.worker_init_fn = worker_init_fn
+        self.timeout = float(timeout)
         self.persistent_workers = bool(persistent_workers)
         self.seed = _default_seed() if seed is None else seed
         self.is_iterable = isinstance(dataset, IterableDataset)
@@ -179,9 +206,10 @@ class DataLoader:
         self._next = {"epoch": 0, "batch": 0}
         self._last_iter: _DataLoaderIter | None = None
         # The running stream. Its grain threads keep it alive on their own, so a
-        # finalizer closes it (stopping the workers) when the loader is dropped.
+        # finalizer closes it (stopping the workers) when the loader is dropped
+        # or the program exits.
         self._holder: list = [None]
-        weakref.finalize(self, _close_held, self._holder)
+        mp_util.Finalize(self, _close_held, args=(self._holder,), exitpriority=_CLOSE_AT_EXIT_PRIORITY)
 
     @property
     def _stream(self) -> Stream | None:

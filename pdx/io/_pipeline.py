@@ -3,15 +3,31 @@
 Imported lazily by `_dataloader` when a loader first produces a batch (grain
 takes seconds to import), and by every worker process, where only numpy
 runs.
+
+This module is the one place that knows grain's internals. It relies on:
+grain's worker arrays arriving in the main process as
+`grain._src.python.ipc.shared_memory_array.SharedMemoryArray` (attributes
+`shm` and `_unlink_on_del`), which pdx unlinks as soon as a batch arrives
+(the mapping stays valid until the array is freed); and on that class's
+`_del_thread_pool`, a one-thread pool that unlinks dropped arrays, which
+pdx drains when a stream closes, so no segment outlives its stream (tests:
+tests/io/test_io_dataloader_workers.py).
 """
 
 from __future__ import annotations
 
+import gc
 import os
+import queue
+import signal
+import threading
+import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import grain
+import jax
+from grain._src.python.ipc.shared_memory_array import SharedMemoryArray
 
 from pdx.io import _worker
 
@@ -24,6 +40,16 @@ _SPAWN_HINT = (
     "logs its cause above."
 )
 _ENDLESS = 1 << 50  # stream length when workers persist across epochs
+_POLL_S = 0.1  # how often a timed wait checks the worker it waits for
+_KILLED_WORKER_WAIT_S = 5.0  # grain notices a killed worker within about a second
+
+
+class _Options(NamedTuple):
+    use_buffer_reader: bool
+    prefetch_factor: int
+    worker_init_fn: Callable[[int], Any] | None
+    seed: int
+    timeout: float
 
 
 def _ensure_grain_flags() -> None:
@@ -33,6 +59,36 @@ def _ensure_grain_flags() -> None:
 
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
+
+
+def _unlink_received(batch) -> None:
+    """Unlink the shared memory behind a batch's arrays now that the main process holds them.
+
+    The arrays stay valid (a name is not a mapping); unlinking here instead of
+    in grain's deferred `__del__` means no segment is left for the resource
+    tracker to find when the program exits with batches still referenced.
+    """
+    for leaf in jax.tree_util.tree_leaves(batch):
+        if isinstance(leaf, SharedMemoryArray) and leaf.shm is not None and leaf._unlink_on_del:
+            leaf.shm.unlink()
+            leaf._unlink_on_del = False
+
+
+def _drain_shm_deletions() -> None:
+    """Wait until grain has unlinked the arrays it dropped (its one-thread pool runs them in order).
+
+    A stopped grain thread can leave its last batch in a reference cycle
+    (through an exception's traceback), so cycles are collected first.
+    """
+    gc.collect()
+    pool = SharedMemoryArray._del_thread_pool
+    if pool is None:
+        return
+    try:
+        done = pool.apply_async(int)
+    except ValueError:  # the pool was stopped (program exit); nothing more will run there
+        return
+    done.get(timeout=10)
 
 
 class _Plan:
@@ -69,6 +125,7 @@ class _LoadBatch:
 
     def __call__(self, position: int):
         epoch, b = divmod(int(position), self.batches_per_epoch)
+        _worker._start_epoch(epoch, self.dataset)
         indices = self.plan.batches(epoch)[b]
         scope = _worker._SampleScope(self.seed, epoch, self.dataset, b)
         samples = []
@@ -92,14 +149,20 @@ class _LoadBatch:
 
 
 class _WorkerInit:
+    """grain's worker_init_fn: records who the worker is.
+
+    The user's `worker_init_fn` runs later, at the worker's first batch,
+    right after the generators are seeded (Paddle's order) and once the
+    dataset has been unpickled, so `get_worker_info().dataset` is set and no
+    module imported while unpickling can re-seed numpy after pdx did.
+    """
+
     def __init__(self, user_fn: Callable[[int], Any] | None, seed: int, progress_name: str):
         self.user_fn, self.seed, self.progress_name = user_fn, seed, progress_name
 
     def __call__(self, worker_id: int, num_workers: int) -> None:
-        _worker._set_worker(worker_id, num_workers, self.seed)
+        _worker._set_worker(worker_id, num_workers, self.seed, self.user_fn)
         _worker._attach_progress(self.progress_name)
-        if self.user_fn is not None:
-            self.user_fn(worker_id)
 
 
 class _IterableSource(grain.IterDataset):
@@ -124,6 +187,7 @@ class _IterableSourceIterator(grain.DatasetIterator):
     def __init__(self, source: _IterableSource):
         super().__init__()
         self._source = source
+        _worker._start_epoch(source.epoch, source.dataset)
         self._it = iter(source.dataset)
         self._count = 0  # samples this worker drew
         self._batches = 0
@@ -161,6 +225,47 @@ class _IterableSourceIterator(grain.DatasetIterator):
         raise NotImplementedError("pdx replays an iterable dataset from its start instead of setting a state.")
 
 
+class _Waiter:
+    """Runs `next(it)` on a helper thread, so the main thread can stop waiting for a hung worker.
+
+    The thread is a daemon: if a wait is abandoned it must not hold up exit.
+    """
+
+    def __init__(self, it):
+        self._it = it
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self.pending = False
+        threading.Thread(target=self._run, daemon=True, name="pdx-dataloader-wait").start()
+
+    def _run(self) -> None:
+        while self._requests.get():
+            try:
+                self._results.put((True, next(self._it)))
+            except BaseException as e:  # noqa: BLE001  (handed to the waiting thread)
+                self._results.put((False, e))
+
+    def ask(self) -> None:
+        if not self.pending:
+            self.pending = True
+            self._requests.put(True)
+
+    def answer(self, wait_s: float):
+        """The next batch; raises what `next` raised, or queue.Empty after `wait_s`."""
+        ok, value = self._results.get(timeout=wait_s)
+        self.pending = False
+        if not ok:
+            raise value
+        return value
+
+    def stop(self) -> None:
+        self._requests.put(False)
+
+
+class _WorkerTimedOut(Exception):
+    """Raised inside `Stream.next` after the hung worker was stopped; re-raised as RuntimeError."""
+
+
 class Stream:
     """One grain pipeline producing batches from a position onwards."""
 
@@ -168,14 +273,14 @@ class Stream:
         _ensure_grain_flags()
         self.num_workers = loader.num_workers
         # no reference to the loader: its finalizer must be able to run
-        self._options = (loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn, loader.seed)
-        self._plan, self._bpe, self._progress = None, None, None
+        self._options = _Options(loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn,
+                                 loader.seed, loader.timeout)
+        self._plan, self._bpe, self._progress, self._waiter = None, None, None, None
         if loader.is_iterable:
             self._init_iterable(loader, epoch)
             self.position = 0
             for _ in range(batch):  # iterable datasets are replayed up to the saved position
-                next(self._it)
-                self.position += 1
+                self.next()
             return
         bpe = len(loader)
         if bpe == 0:
@@ -205,24 +310,71 @@ class Stream:
         self._it = self._build(src)
 
     def _read_options(self) -> grain.ReadOptions:
-        use_buffer_reader, prefetch_factor, _, _ = self._options
-        if self.num_workers == 0 and not use_buffer_reader:
+        if self.num_workers == 0 and not self._options.use_buffer_reader:
             return grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)
-        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=prefetch_factor)
+        return grain.ReadOptions(num_threads=1, prefetch_buffer_size=self._options.prefetch_factor)
 
     def _build(self, ds):
-        if self.num_workers > 0:
-            _, prefetch_factor, worker_init_fn, seed = self._options
-            options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=prefetch_factor)
-            self._progress = _worker._Progress(self.num_workers)
-            ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(worker_init_fn, seed, self._progress.name))
-        return iter(ds)
+        if self.num_workers == 0:
+            return iter(ds)
+        opts = self._options
+        options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=opts.prefetch_factor)
+        self._progress = _worker._Progress(self.num_workers)
+        ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(opts.worker_init_fn, opts.seed, self._progress.name))
+        it = iter(ds)
+        if opts.timeout > 0:
+            self._waiter = _Waiter(it)
+        return it
+
+    def _worker_of(self, position: int) -> int:
+        return (position - self.start) % self.num_workers
+
+    def _next_within_timeout(self):
+        """`next(self._it)`, giving up when the worker owing the batch has been silent for `timeout` s.
+
+        The clock starts when the batch is asked for or when that worker
+        process started, whichever is later: spawning a worker (imports
+        included) is not counted, a hung `dataset[i]` is.
+        """
+        waiter, progress, timeout_ns = self._waiter, self._progress, int(self._options.timeout * 1e9)
+        asked_ns = time.monotonic_ns()
+        waiter.ask()
+        while True:
+            try:
+                return waiter.answer(_POLL_S)
+            except queue.Empty:
+                pass
+            worker = self._worker_of(self.position)
+            started = progress.started(worker)
+            if started is None or time.monotonic_ns() - max(asked_ns, started[1]) <= timeout_ns:
+                continue
+            pid, last = started[0], progress.last(worker)
+            self._stop_hung_worker(pid)
+            loading = (f"while loading sample index {last[2]} (epoch {last[0]}, batch {last[1]})" if last
+                       else f"before loading any sample, producing {self._describe(self.position)}")
+            raise _WorkerTimedOut(
+                f"DataLoader worker {worker} (pid {pid}) timed out {loading}: no batch within "
+                f"timeout={self._options.timeout} s. The workers were stopped. If loading a batch can take longer, "
+                "pass a larger DataLoader(timeout=...) (0 waits forever).")
+
+    def _stop_hung_worker(self, pid: int) -> None:
+        import multiprocessing
+
+        if pid in {p.pid for p in multiprocessing.active_children()}:  # our own child, still running
+            os.kill(pid, signal.SIGKILL)
+        try:  # grain reports the killed worker; let the helper thread finish before the stream closes
+            self._waiter.answer(_KILLED_WORKER_WAIT_S)
+        except Exception:  # noqa: BLE001, S110  (the error that stands is the timeout)
+            pass
 
     def next(self):
         try:
-            batch = next(self._it)
+            batch = next(self._it) if self._waiter is None else self._next_within_timeout()
         except StopIteration:
             raise
+        except _WorkerTimedOut as e:
+            self.close()
+            raise RuntimeError(str(e)) from None
         except Exception as e:
             message = str(e)
             if message.startswith("DataLoader "):  # already names the worker and sample
@@ -231,7 +383,7 @@ class Stream:
             if self.num_workers == 0:
                 where = f"the main process failed producing {self._describe(self.position)}"
             else:
-                worker = (self.position - self.start) % self.num_workers
+                worker = self._worker_of(self.position)
                 last = self._progress.last(worker) if self._progress is not None else None
                 where = f"worker {worker} failed " + (
                     f"while loading sample index {last[2]} (epoch {last[0]}, batch {last[1]})" if last
@@ -240,6 +392,7 @@ class Stream:
             hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
             raise RuntimeError(f"DataLoader {where}: {type(e).__name__}: {e}{hint}") from e
         self.position += 1
+        _unlink_received(batch)
         return batch
 
     def _describe(self, position: int) -> str:
@@ -250,8 +403,12 @@ class Stream:
 
     def close(self):
         it, self._it = self._it, None
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.stop()
         if it is not None and hasattr(it, "close"):
             it.close()  # stops the workers before their progress table goes away
+            _drain_shm_deletions()  # arrays still in grain's read-ahead buffers
         progress, self._progress = self._progress, None
         if progress is not None:
             progress.close()

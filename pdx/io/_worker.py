@@ -3,17 +3,30 @@
 Both answers live in process- and thread-local state that the DataLoader's
 batch loader sets around each `dataset[i]` call, so datasets and transforms
 stay plain callables with Paddle's signatures.
+
+Worker seeding follows Paddle's rule. Each epoch has a base seed, a function
+of (loader seed, epoch); when worker `w` starts loading an epoch it seeds
+Python's `random` with `base + w`, numpy's global generator with Paddle's
+`_generate_states(base, w)` words and pdx's global generator with
+`base + w`. Spawned workers re-import the main module, so without this a
+script that calls `np.random.seed(0)` at module level would see the same
+"random" draws in every worker and every epoch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import random
 import threading
-from typing import Any
+import time
+from typing import Any, Callable
 
 import numpy as np
 
 __all__ = ["WorkerInfo", "get_worker_info", "sample_rng"]
+
+_MASK32 = 0xFFFFFFFF
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,11 +36,11 @@ class WorkerInfo:
     Attributes:
       id: this worker's index in `[0, num_workers)`.
       num_workers: how many workers the DataLoader started.
-      seed: the DataLoader's seed (the same in every worker; per-sample
-        randomness comes from `sample_rng()`).
-      dataset: this worker's copy of the dataset while samples load; None
-        inside `worker_init_fn`, which grain runs before it unpickles the
-        dataset.
+      seed: the base seed of the epoch being loaded (Paddle's meaning): the
+        same in every worker of an epoch, different each epoch, a function of
+        the DataLoader's seed. The worker's `random`, numpy and pdx
+        generators were seeded from it and `id` (see the module docstring).
+      dataset: this worker's copy of the dataset.
     """
 
     id: int
@@ -36,23 +49,65 @@ class WorkerInfo:
     dataset: Any
 
 
-_process: dict = {"worker": None}  # (id, num_workers, seed) in a worker process
+# In a worker process: "worker" = (id, num_workers, loader seed); "epoch" and
+# "base_seed" of the epoch the generators were seeded for; "init_fn" the
+# user's worker_init_fn, run once, after the first seeding.
+_process: dict = {"worker": None, "epoch": None, "base_seed": None, "init_fn": None, "init_done": False}
 _local = threading.local()  # the sample being loaded on this thread
 
 
-def _set_worker(worker_id: int, num_workers: int, seed: int) -> None:
-    _process["worker"] = (worker_id, num_workers, seed)
+def _set_worker(worker_id: int, num_workers: int, seed: int, init_fn: Callable[[int], Any] | None = None) -> None:
+    _process.update(worker=(worker_id, num_workers, seed), epoch=None, base_seed=None, init_fn=init_fn,
+                    init_done=False)
 
 
 def _worker_ids() -> tuple[int, int, int] | None:
     return _process["worker"]
 
 
+def _base_seed(seed: int, epoch: int) -> int:
+    """The base seed of `epoch` for a loader seeded with `seed` (62 bits)."""
+    return int(np.random.SeedSequence([int(seed), int(epoch)]).generate_state(1, np.uint64)[0]) >> 2
+
+
+def _numpy_seed_words(base_seed: int, worker_id: int) -> np.ndarray:
+    """Paddle's `_generate_states(base_seed, worker_id)`: numpy's SeedSequence hash of these four words."""
+    return np.random.SeedSequence([worker_id, base_seed & _MASK32, base_seed >> 32, 0]).generate_state(4)
+
+
+def _seed_generators(base_seed: int, worker_id: int) -> None:
+    from pdx._random import seed_lazily
+
+    random.seed(base_seed + worker_id)
+    np.random.seed(_numpy_seed_words(base_seed, worker_id))
+    seed_lazily(base_seed + worker_id)  # no key now: that would start a JAX backend in every worker
+
+
+def _start_epoch(epoch: int, dataset) -> None:
+    """In a worker: seed the generators when `epoch` begins there; the first time, run worker_init_fn."""
+    if _process["worker"] is None or _process["epoch"] == epoch:
+        return
+    worker_id = _process["worker"][0]
+    base = _base_seed(_process["worker"][2], epoch)
+    _seed_generators(base, worker_id)
+    _process.update(epoch=epoch, base_seed=base)
+    if not _process["init_done"]:
+        _process["init_done"] = True
+        init_fn = _process["init_fn"]
+        if init_fn is not None:
+            _local.dataset = dataset
+            try:
+                init_fn(worker_id)
+            except Exception as e:  # noqa: BLE001  (re-raised naming the worker)
+                raise RuntimeError(f"DataLoader worker {worker_id} (pid {os.getpid()}) failed in "
+                                   f"worker_init_fn({worker_id}): {type(e).__name__}: {e}") from e
+
+
 def get_worker_info() -> WorkerInfo | None:
     """Worker details inside a DataLoader worker process, None in the main process.
 
     Paddle's `paddle.io.get_worker_info`. Use it in an IterableDataset to give
-    each worker its own part of the stream.
+    each worker its own part of the stream, or in `worker_init_fn`.
 
     Returns:
       A `WorkerInfo(id, num_workers, seed, dataset)`, or None outside workers.
@@ -64,29 +119,42 @@ def get_worker_info() -> WorkerInfo | None:
     ids = _process["worker"]
     if ids is None:
         return None
-    return WorkerInfo(id=ids[0], num_workers=ids[1], seed=ids[2], dataset=getattr(_local, "dataset", None))
+    return WorkerInfo(id=ids[0], num_workers=ids[1], seed=_process["base_seed"],
+                      dataset=getattr(_local, "dataset", None))
+
+
+# Columns of the progress table: the sample a worker is loading, and when and
+# as which process it started.
+_EPOCH, _BATCH, _INDEX, _PID, _STARTED_NS = range(5)
 
 
 class _Progress:
     """What each worker is loading, in a shared-memory table the main process reads.
 
-    One int64 row (epoch, batch, sample index) per worker: when a worker dies
-    (segfault, out of memory, os._exit) it cannot report anything, so it
-    writes its row before each sample and the main process reads the row of
-    the dead worker.
+    One int64 row (epoch, batch, sample index, pid, start time) per worker.
+    A worker writes its pid and `time.monotonic_ns()` (a system-wide clock)
+    when it starts, so the main process can tell start-up from a hung
+    `dataset[i]` and stop the right process; and it writes (epoch, batch,
+    index) before each sample, so when it dies (segfault, out of memory,
+    os._exit) without a word the main process can say what it was loading.
     """
 
     def __init__(self, num_workers: int):
         from multiprocessing import shared_memory
 
-        self._shm = shared_memory.SharedMemory(create=True, size=max(1, num_workers) * 3 * 8)
+        self._shm = shared_memory.SharedMemory(create=True, size=max(1, num_workers) * 5 * 8)
         self.name = self._shm.name
-        self.table = np.ndarray((num_workers, 3), np.int64, buffer=self._shm.buf)
+        self.table = np.ndarray((num_workers, 5), np.int64, buffer=self._shm.buf)
         self.table[:] = -1
 
     def last(self, worker_id: int) -> tuple[int, int, int] | None:
-        row = tuple(int(v) for v in self.table[worker_id])
-        return None if row[2] < 0 else row
+        row = tuple(int(v) for v in self.table[worker_id, :_PID])
+        return None if row[_INDEX] < 0 else row
+
+    def started(self, worker_id: int) -> tuple[int, int] | None:
+        """(pid, start time in monotonic ns) once the worker has started, else None."""
+        pid, started_ns = (int(v) for v in self.table[worker_id, _PID:])
+        return None if pid < 0 else (pid, started_ns)
 
     def close(self) -> None:
         self.table = None
@@ -100,8 +168,12 @@ def _attach_progress(name: str) -> None:
     # The main process creates and unlinks the block. A spawned worker shares
     # the main process's resource tracker, so attaching re-registers the same
     # name (a no-op) and needs no unregister.
+    worker_id, num_workers, _ = _process["worker"]
     shm = shared_memory.SharedMemory(name=name)
-    _process["progress"] = (shm, np.ndarray((_process["worker"][1], 3), np.int64, buffer=shm.buf))
+    table = np.ndarray((num_workers, 5), np.int64, buffer=shm.buf)
+    table[worker_id, _STARTED_NS] = time.monotonic_ns()
+    table[worker_id, _PID] = os.getpid()  # written last: a pid means the row is complete
+    _process["progress"] = (shm, table)
 
 
 class _SampleScope:
@@ -118,7 +190,7 @@ class _SampleScope:
         _local.rng = None
         progress = _process.get("progress")
         if progress is not None:
-            progress[1][_process["worker"][0]] = (self.epoch, self.batch, int(index))
+            progress[1][_process["worker"][0], :_PID] = (self.epoch, self.batch, int(index))
 
     @staticmethod
     def leave() -> None:

@@ -34,7 +34,7 @@ def mark_worker(worker_id):
 
 
 class WhoLoads(Dataset):
-    """Each sample reports the process, worker, worker_init_fn mark and seed that loaded it."""
+    """Each sample reports the process, worker, worker_init_fn mark and (low bits of the) epoch seed that loaded it."""
 
     def __getitem__(self, idx):
         info = get_worker_info()
@@ -42,7 +42,7 @@ class WhoLoads(Dataset):
             return np.int64(idx), np.int64(os.getpid()), np.int64(-1), np.int64(INIT_WORKER_ID), np.int64(-1)
         assert info.dataset is not None
         return (np.int64(idx), np.int64(os.getpid()), np.int64(info.id), np.int64(INIT_WORKER_ID),
-                np.int64(info.seed))
+                np.int64(info.seed % 2**31))  # batches become int32 jax arrays
 
     def __len__(self):
         return 16
