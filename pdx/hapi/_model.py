@@ -20,12 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.train import TrainState, make_eval_step, make_predict_step, make_train_step
-from pdx.amp import fp32_param_names
-from pdx.amp import GradScaler
+from pdx.amp._decorate import fp32_param_names
+from pdx.amp._grad_scaler import GradScaler
 from pdx._amp_policy import make_policy
-from pdx.callbacks import config_callbacks
+from pdx.callbacks._callbacks import config_callbacks
 from pdx.hapi import _data, _save
-from pdx.metric import Metric
+from pdx.metric._metrics import Metric
 
 __all__ = ["Model"]
 
@@ -104,6 +104,7 @@ class Model:
         self._max_nonfinite = 10
         self._state: TrainState | None = None
         self._shown: TrainState | None = None  # the state whose values the network's variables hold
+        self._lr_fed = None  # the optimizer's learning-rate array last written into the state
         self._fns: dict = {}
         self._pending: list = []  # train_batch(update=False) micro-batches
         self._seed = 0
@@ -147,6 +148,7 @@ class Model:
         self._keep_fp32 = fp32_param_names(self._network) if self._policy is not None else frozenset()
         state = TrainState.create(self.network, optimizer, grad_scaler=scaler, seed=seed)
         self._state = _copy(state)  # the steps donate it: leave the network's arrays alone
+        self._lr_fed = None
         self._fns = {}
         self._pending = []
 
@@ -200,7 +202,7 @@ class Model:
         if self._state is not None and state.spec is not self._state.spec:
             raise ValueError("Model.train_state: the new state must derive from this model's TrainState "
                              "(model.train_state.replace(...), or a checkpoint restored into it)")
-        self._state = state
+        self._state, self._lr_fed = state, None
 
     def _show(self):
         """Write the current TrainState's values into the network (the one place the network is written)."""
@@ -258,8 +260,12 @@ class Model:
 
     def _run_train(self, micro_batches: list):
         """One optimizer update over 1..k (inputs, labels) micro-batches."""
-        # The rate set on the optimizer (set_lr, or its scheduler's step()): a copy, the step donates the state.
-        self._state = self._state.replace(lr=jnp.array(self._optimizer.current_lr(), jnp.float32, copy=True))
+        lr = self._optimizer.current_lr()
+        if lr is not self._lr_fed:
+            # set_lr or a scheduler step() gave the optimizer a new rate: feed it to the state's `lr`
+            # leaf (a copy: the step donates the state). Unchanged, the state carries its own.
+            self._state = self._state.replace(lr=jnp.array(lr, jnp.float32, copy=True))
+            self._lr_fed = lr
         if len(micro_batches) == 1:
             out_state, out = self._fn("train")(self._state, micro_batches[0])
         else:
@@ -520,7 +526,7 @@ class Model:
                                            reset_optimizer=reset_optimizer)
         for p in problems:
             warnings.warn(f"Model.load: skipped {p}", stacklevel=2)
-        self._state = state
+        self._state, self._lr_fed = state, None
         self._show()
 
     # -- inspection ---------------------------------------------------------------------------------
