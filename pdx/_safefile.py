@@ -91,10 +91,19 @@ def open_regular(path, *, what: str = "file", root=None, error=UnsafeFileError) 
     return fd, st.st_size
 
 
-def read_file(path, *, max_bytes: int, what: str = "file", root=None, error=UnsafeFileError) -> bytes:
-    """All bytes of a regular file whose size (known before reading) is at most `max_bytes`."""
-    fd, size = open_regular(path, what=what, root=root, error=error)
+def read_file(path, *, max_bytes: int, what: str = "file", root=None, error=UnsafeFileError,
+              size: int | None = None) -> bytes:
+    """All bytes of a regular file whose size (known before reading) is at most `max_bytes`.
+
+    `size`: the exact size recorded for the file (in a manifest); any other
+    size is refused before reading.
+    """
+    fd, actual = open_regular(path, what=what, root=root, error=error)
     try:
+        if size is not None and actual != size:
+            raise error(f"{what} {str(path)!r} is {actual} bytes but {size} bytes were recorded for it: "
+                        "the file is truncated or was replaced")
+        size = actual
         if size > max_bytes:
             raise error(f"{what} {str(path)!r} is {size} bytes, over the limit of {max_bytes}; "
                         "it is not a file pdx wrote (or raise the limit argument if it is)")

@@ -60,3 +60,12 @@ def test_json_depth_counts_outside_strings_and_utf16_is_refused():
     with pytest.raises(UnsafeFileError, match="not valid JSON"):
         load_json(b'{"a": ')
     assert load_json('{"a": [1, {"b": 2}]}', max_depth=3) == {"a": [1, {"b": 2}]}
+
+
+def test_recorded_size_is_checked_before_reading(tmp_path):
+    p = tmp_path / "params.bin"
+    p.write_bytes(b"y" * 10)
+    assert read_file(p, max_bytes=100, size=10) == b"y" * 10
+    for recorded in (9, 11):
+        with pytest.raises(MyError, match=f"10 bytes but {recorded} bytes were recorded"):
+            read_file(p, max_bytes=100, size=recorded, what="params", error=MyError)

@@ -6,11 +6,15 @@
       params.safetensors     parameters and buffers, by state_dict name (kept apart from the program)
       <target>.vmfb          one IREE module per IREE target
 
-Every read goes through `read_artifact`, which checks the manifest's own
-checksum, then every listed file's size and sha256, before anything is
-deserialized. Every failure is one `ArtifactError` naming the file and the fix.
-The checksums catch corruption (a truncated copy, a flipped bit); they are
-not a signature against someone who rewrites the manifest too.
+Every read goes through `read_artifact`, which follows pdx's one loader rule
+(`pdx._safefile`): regular files only (no FIFO, device or directory), symlinks
+only to files inside the artifact, the manifest capped in size and JSON depth,
+every other file's size checked against the manifest before it is read. Then
+the manifest's own checksum, every listed file's sha256 and the manifest's
+entries (`check_manifest`) are checked before anything is deserialized. Every
+failure is one `ArtifactError` naming the file and the fix. The checksums
+catch corruption (a truncated copy, a flipped bit); they are not a signature
+against someone who rewrites the manifest too.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 
@@ -26,16 +31,20 @@ import ml_dtypes
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, deserialize, serialize
 
+from pdx._safefile import load_json, read_file
+from pdx.export._iree import IREE_TARGETS
 from pdx.jit import InputSpec
 
-__all__ = ["ArtifactError", "FORMAT", "MANIFEST", "PARAMS", "PROGRAM", "load_params", "read_artifact",
-           "save_params", "spec_from_json", "spec_to_json", "write_artifact"]
+__all__ = ["ArtifactError", "FORMAT", "MANIFEST", "PARAMS", "PROGRAM", "check_manifest", "load_params",
+           "read_artifact", "read_manifest", "save_params", "spec_from_json", "spec_to_json", "write_artifact"]
 
 FORMAT = "pdx.export/1"
 MANIFEST = "manifest.json"
 PROGRAM = "program.jaxexport"
 PARAMS = "params.safetensors"
 _CHECKSUM_KEY = "manifest_sha256"
+MAX_MANIFEST_BYTES = 64 << 20  # a manifest lists parameters by name: ~150 bytes each
+MAX_MANIFEST_DEPTH = 16  # real manifests nest 5 deep (targets -> target -> input_shapes -> shape)
 
 
 class ArtifactError(Exception):
@@ -87,15 +96,15 @@ def write_artifact(path, manifest: dict, files: dict[str, bytes]) -> pathlib.Pat
     return path
 
 
-def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
-    """Read and verify an artifact directory.
+def read_manifest(path) -> dict:
+    """Read and verify `path/manifest.json` (regular file, size and depth caps, checksum).
 
-    Returns:
-      (manifest dict, {file name: bytes}) — every listed file, verified.
+    Returns the manifest dict; its `files` table is checked for shape
+    (name -> size and sha256), the files themselves are not read.
 
     Raises:
-      ArtifactError: the directory, the manifest or any listed file is
-        missing, truncated or altered.
+      ArtifactError: the directory or manifest is missing, not a regular
+        file, too large, too deep, not JSON or altered.
     """
     path_str = str(path)
     if "://" in path_str:
@@ -105,12 +114,8 @@ def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
     if not path.is_dir():
         raise ArtifactError(f"{path_str!r} is not an artifact directory (it does not exist or is a file); "
                             "pass the directory written by pdx.export.export / pdx.jit.save")
-    raw = _read(path / MANIFEST)
-    try:
-        manifest = json.loads(raw.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ArtifactError(f"{path / MANIFEST} is not valid JSON ({type(e).__name__}); the artifact is "
-                            "corrupted: re-export or copy it again") from None
+    raw = _read(path, MANIFEST, max_bytes=MAX_MANIFEST_BYTES)
+    manifest = load_json(raw, what=str(path / MANIFEST), max_depth=MAX_MANIFEST_DEPTH, error=ArtifactError)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise ArtifactError(f"{path / MANIFEST}: format {found!r} is not {FORMAT!r}; re-export the model "
@@ -121,17 +126,42 @@ def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
     if _canonical(manifest) != raw or manifest.get(_CHECKSUM_KEY) != _sha256(_canonical(body)):
         raise ArtifactError(f"{path / MANIFEST} was altered after export (its checksum does not match); "
                             "re-export or copy the artifact again")
-    files = {}
     listed = manifest.get("files")
-    if not isinstance(listed, dict):
-        raise ArtifactError(f"{path / MANIFEST} lists no files; re-export the model")
+    if not isinstance(listed, dict) or not listed:
+        raise ArtifactError(f"{path / MANIFEST} has no checksum table (its 'files' entry is missing or empty); "
+                            "re-export the model")
     for name, meta in listed.items():
-        if pathlib.PurePath(name).name != name:
+        if name in (MANIFEST, ".", "..") or pathlib.PurePath(name).name != name or "\0" in name:
             raise ArtifactError(f"{path / MANIFEST} names file {name!r} outside the artifact directory")
-        data = _read(path / name)
-        if len(data) != meta["size"]:
-            raise ArtifactError(f"{path / name} has {len(data)} bytes but the manifest says {meta['size']}: "
-                                "the file is truncated or was replaced; re-export or copy the artifact again")
+        if not (isinstance(meta, dict) and _is_count(meta.get("size")) and isinstance(meta.get("sha256"), str)):
+            raise ArtifactError(f"{path / MANIFEST}: the checksum entry of {name!r} is {meta!r}, not "
+                                "{'size': int, 'sha256': str}; re-export the model")
+    missing = [name for name in (PROGRAM, PARAMS) if name not in listed]
+    if missing:
+        raise ArtifactError(f"{path / MANIFEST} does not list {missing} in its checksum table; re-export the model")
+    return manifest
+
+
+def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
+    """Read and verify an artifact directory.
+
+    The manifest is read first (`read_manifest`); then every file its table
+    lists is opened as a regular file inside the directory (a symlink may
+    point only inside it), its size checked against the recorded size
+    before a byte is read, and its sha256 against the recorded sum.
+
+    Returns:
+      (manifest dict, {file name: bytes}) — every listed file, verified.
+
+    Raises:
+      ArtifactError: the directory, the manifest or any listed file is
+        missing, not a regular file, truncated or altered.
+    """
+    manifest = read_manifest(path)
+    path = pathlib.Path(path)
+    files = {}
+    for name, meta in manifest["files"].items():
+        data = _read(path, name, max_bytes=meta["size"], size=meta["size"])
         if _sha256(data) != meta["sha256"]:
             raise ArtifactError(f"{path / name} does not match its sha256 in the manifest: the file is "
                                 "corrupted; re-export or copy the artifact again")
@@ -139,13 +169,20 @@ def read_artifact(path) -> tuple[dict, dict[str, bytes]]:
     return manifest, files
 
 
-def _read(file: pathlib.Path) -> bytes:
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _read(root: pathlib.Path, name: str, *, max_bytes: int, size: int | None = None) -> bytes:
+    """A file of the artifact, through the shared loader rule (pdx._safefile)."""
+    file = root / name
+    if not os.path.lexists(file):
+        raise ArtifactError(f"{file} is missing; the artifact is incomplete: re-export or copy it again")
     try:
-        return file.read_bytes()
-    except FileNotFoundError:
-        raise ArtifactError(f"{file} is missing; the artifact is incomplete: re-export or copy it again") from None
-    except OSError as e:
-        raise ArtifactError(f"cannot read {file}: {e.strerror}") from None
+        return read_file(file, max_bytes=max_bytes, size=size, what=f"artifact file {name}", root=root,
+                         error=ArtifactError)
+    except ArtifactError as e:
+        raise ArtifactError(f"{e}; re-export the model or copy the artifact again") from None
 
 
 # -- parameters in safetensors ---------------------------------------------------------------
@@ -177,6 +214,64 @@ def load_params(data: bytes, where: str) -> dict[str, np.ndarray]:
             raise ArtifactError(f"{where}: parameter {name!r} has unsupported dtype {entry['dtype']!r}")
         out[name] = np.frombuffer(bytes(entry["data"]), dtype=dtype).reshape(entry["shape"])
     return out
+
+
+# -- the manifest's entries ---------------------------------------------------------------------
+
+_PARAM_NAME = re.compile(r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$")  # state_dict names: "features.0.weight"
+
+
+def check_manifest(manifest: dict, where: str) -> None:
+    """Refuse a manifest whose entries a loader would misread; one ArtifactError naming the entry.
+
+    The checksum proves the manifest is the one written; this proves it is
+    one pdx could have written (types, dtypes, dims, names, target files).
+    """
+    dtype_names = {np.dtype(t).name for t in _DTYPES.values()}
+
+    def need(ok, entry: str, value) -> None:
+        if not ok:
+            raise ArtifactError(f"{where}: manifest entry {entry} is {value!r}, which pdx never writes; "
+                                "re-export the model with this version of pdx")
+
+    def spec(kind: str, i: int, e, *, symbols: bool) -> None:
+        need(isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"], f"{kind}[{i}]", e)
+        need(isinstance(e.get("dtype"), str) and e["dtype"] in dtype_names, f"{kind}[{i}].dtype", e.get("dtype"))
+        shape = e.get("shape")
+        need(isinstance(shape, list) and all(_is_count(d) or (symbols and isinstance(d, str) and d) for d in shape),
+             f"{kind}[{i}].shape", shape)
+
+    need(isinstance(manifest.get("name"), str) and manifest["name"], "name", manifest.get("name"))
+    for kind in ("inputs", "outputs", "params"):
+        need(isinstance(manifest.get(kind), list), kind, manifest.get(kind))
+        for i, e in enumerate(manifest[kind]):
+            spec(kind, i, e, symbols=kind != "params")
+    names = [e["name"] for e in manifest["inputs"]]
+    need(len(set(names)) == len(names), "inputs (names)", names)
+    for i, e in enumerate(manifest["params"]):
+        need(_PARAM_NAME.match(e["name"]), f"params[{i}].name", e["name"])
+        need(e.get("kind", "parameter") in ["parameter", "buffer"], f"params[{i}].kind", e.get("kind"))
+        need(isinstance(e.get("trainable", True), bool), f"params[{i}].trainable", e.get("trainable"))
+    program = manifest.get("program")
+    need(isinstance(program, dict) and program.get("file") == PROGRAM, "program", program)
+    need(_is_count(program.get("vjp_order", 0)), "program.vjp_order", program.get("vjp_order"))
+    targets, files = manifest.get("targets"), manifest["files"]
+    need(isinstance(targets, dict) and isinstance(targets.get("xla"), dict), "targets", targets)
+    for name, info in targets.items():
+        need(isinstance(info, dict) and isinstance(info.get("file"), str) and info["file"] in files,
+             f"targets[{name!r}].file",
+             info.get("file") if isinstance(info, dict) else info)
+        if name == "xla":
+            continue
+        need(name in IREE_TARGETS, "targets (name)", name)
+        dims, shapes = info.get("dims"), info.get("input_shapes")
+        need(isinstance(dims, dict) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                            for v in dims.values()), f"targets[{name!r}].dims", dims)
+        need(isinstance(shapes, list) and len(shapes) == len(manifest["inputs"])
+             and all(isinstance(s, list) and len(s) == len(e["shape"]) and all(_is_count(d) for d in s)
+                     for s, e in zip(shapes, manifest["inputs"])), f"targets[{name!r}].input_shapes", shapes)
+        split = info.get("batch_split", False)
+        need(isinstance(split, bool) and (not split or "batch" in dims), f"targets[{name!r}].batch_split", split)
 
 
 # -- input/output specs in JSON -----------------------------------------------------------------

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import pathlib
 import sys
@@ -149,9 +148,25 @@ def _size(n: int) -> str:
 
 
 def summary(path) -> str:
-    """A human-readable summary of an artifact's manifest."""
+    """A human-readable summary of an artifact's manifest.
+
+    The manifest is read and checked as every loader reads it
+    (`pdx.export.ArtifactError` if it is not one pdx wrote); the other files
+    are not read.
+    """
+    from pdx.export import _artifact
+
     path = pathlib.Path(path)
-    m = json.loads((path / "manifest.json").read_text())
+    m = _artifact.read_manifest(path)
+    _artifact.check_manifest(m, str(path / _artifact.MANIFEST))
+    try:
+        return _summary(path, m)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise _artifact.ArtifactError(f"{path / _artifact.MANIFEST}: malformed entry ({e!r}); "
+                                      "re-export the model with this version of pdx") from None
+
+
+def _summary(path: pathlib.Path, m: dict) -> str:
     files = m["files"]
 
     def sig(e):

@@ -30,6 +30,7 @@ class Artifact:
     def __init__(self, path):
         self.path = str(path)
         self.manifest, self.files = _artifact.read_artifact(path)
+        _artifact.check_manifest(self.manifest, f"{self.path}/{_artifact.MANIFEST}")
         try:
             m = self.manifest
             self.name = str(m["name"])
@@ -45,6 +46,10 @@ class Artifact:
                                 "re-export the model with this version of pdx") from None
         where = f"{self.path}/{_artifact.PARAMS}"
         params = _artifact.load_params(self.files[_artifact.PARAMS], where)
+        unlisted = sorted(set(params) - {meta["name"] for meta in self.param_meta})
+        if unlisted:
+            raise ArtifactError(f"{where} holds parameters the manifest does not list ({unlisted[:5]}); "
+                                "re-export the model")
         for meta in self.param_meta:
             value = params.get(meta["name"])
             if value is None or list(value.shape) != meta["shape"] or value.dtype.name != meta["dtype"]:
@@ -56,12 +61,21 @@ class Artifact:
     def exported(self) -> jax_export.Exported:
         """Deserialize the StableHLO program (its bytes were verified on open)."""
         try:
-            return jax_export.deserialize(bytearray(self.files[_artifact.PROGRAM]))
+            exported = jax_export.deserialize(bytearray(self.files[_artifact.PROGRAM]))
         except Exception as e:  # noqa: BLE001 - a verified file from another jax version
             versions = self.manifest.get("versions", {})
             raise ArtifactError(f"{self.path}/{_artifact.PROGRAM} could not be deserialized by jax "
                                 f"{jax.__version__} (exported with jax {versions.get('jax')}): {e}; "
                                 "re-export the model with the installed jax") from None
+        # The program's arguments are (params, *inputs): they must be what the manifest says.
+        want = [(tuple(p.shape), np.dtype(p.dtype)) for p in self.params]
+        want += [(len(s.shape), np.dtype(d)) for s, d in zip(self.input_specs, self.signature.dtypes)]
+        got = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[:len(self.params)]]
+        got += [(len(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[len(self.params):]]
+        if got != want:
+            raise ArtifactError(f"{self.path}/{_artifact.PROGRAM} takes arguments {got} but the manifest "
+                                f"describes {want}; re-export the model")
+        return exported
 
 
 class Predictor:
@@ -152,8 +166,11 @@ class Predictor:
 def load(path, runtime: str = "xla", *, target: str | None = None) -> Predictor:
     """Load an exported artifact for inference.
 
-    Checks the manifest and the sha256 of every file before deserializing
-    anything.
+    Reads the artifact by pdx's loader rule (regular files only, symlinks
+    only inside the directory, sizes checked against the manifest before
+    reading) and checks the manifest and the sha256 of every file before
+    deserializing anything. A checksum is not a signature: load artifacts
+    you trust.
 
     Args:
       path: the artifact directory written by `pdx.export.export` / `pdx.jit.save`.
@@ -165,7 +182,8 @@ def load(path, runtime: str = "xla", *, target: str | None = None) -> Predictor:
       A `Predictor`: `predictor(*arrays)` returns numpy arrays.
 
     Raises:
-      ArtifactError: missing, truncated or corrupted artifact.
+      ArtifactError: missing, truncated, corrupted or malformed artifact, or
+        a file that is a FIFO, a device or a symlink leaving the directory.
 
     Example:
       >>> predictor = pdx.export.load("artifacts/lenet")           # doctest: +SKIP
