@@ -6,7 +6,8 @@ in `pdx.amp`; see README.md in this directory for how a batch flows.
 """
 
 from pdx.hapi._model import Model
+from pdx.hapi._save import ModelFileError
 from pdx.hapi._summary import flops
 from pdx.hapi._summary import summary
 
-__all__ = ["Model", "flops", "summary"]
+__all__ = ["Model", "ModelFileError", "flops", "summary"]

@@ -139,9 +139,11 @@ def test_load_mismatch_is_clear(trained, tmp_path):
     other.prepare(loss=F.cross_entropy)
     with pytest.raises(ValueError, match="skip_mismatch"):
         other.load(str(tmp_path / "m"))
-    with open(tmp_path / "m.pdparams.safetensors", "r+b") as f:  # corrupt one byte
+    with open(tmp_path / "m.pdparams.safetensors", "r+b") as f:  # corrupt the last byte in place
         f.seek(-1, 2)
-        f.write(b"\x00" if f.read(1) != b"\x00" else b"\x01")
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(b"\x00" if last != b"\x00" else b"\x01")
     with pytest.raises(ValueError, match="sha256"):
         model.load(str(tmp_path / "m"))
 

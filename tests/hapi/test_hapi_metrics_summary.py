@@ -227,5 +227,5 @@ def test_bad_arguments_name_the_fix():
     model.prepare(pdx.optimizer.SGD(0.1, parameters=model.network), F.mse_loss)
     with pytest.raises(ValueError, match="first .sample. dimension"):
         model.fit((np.ones((4, 2), np.float32), np.ones((3, 1), np.float32)), verbose=0)
-    with pytest.raises(FileNotFoundError, match="Model.save"):
+    with pytest.raises(pdx.hapi.ModelFileError, match="Model.save"):
         model.load(os.path.join("/nonexistent", "m"))
