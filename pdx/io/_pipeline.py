@@ -74,13 +74,17 @@ def _unlink_received(batch) -> None:
             leaf._unlink_on_del = False
 
 
-def _drain_shm_deletions() -> None:
+def _drain_shm_deletions(collect_cycles: bool) -> None:
     """Wait until grain has unlinked the arrays it dropped (its one-thread pool runs them in order).
 
-    A stopped grain thread can leave its last batch in a reference cycle
-    (through an exception's traceback), so cycles are collected first.
+    A grain read-ahead thread that stopped keeps its last batch in a
+    reference cycle (through its StopIteration's traceback). After a whole
+    stream that batch was delivered and unlinked already; after an early
+    close it was not, so then cycles are collected first (a full `gc.collect`,
+    a fraction of a second in a process that imported JAX).
     """
-    gc.collect()
+    if collect_cycles:
+        gc.collect()
     pool = SharedMemoryArray._del_thread_pool
     if pool is None:
         return
@@ -276,6 +280,7 @@ class Stream:
         self._options = _Options(loader.use_buffer_reader, loader.prefetch_factor, loader.worker_init_fn,
                                  loader.seed, loader.timeout)
         self._plan, self._bpe, self._progress, self._waiter = None, None, None, None
+        self._ran_out = False  # every batch the workers made was delivered
         if loader.is_iterable:
             self._init_iterable(loader, epoch)
             self.position = 0
@@ -304,7 +309,7 @@ class Stream:
         self._it = self._build(ds.to_iter_dataset(self._read_options()))
 
     def _init_iterable(self, loader, epoch):
-        self.persistent, self.start = False, 0
+        self.persistent, self.start, self.stop = False, 0, _ENDLESS  # ends when the workers' copies run out
         src = _IterableSource(loader.dataset, loader.batch_size, loader.drop_last, loader.collate_fn,
                               loader.seed, epoch)
         self._it = self._build(src)
@@ -371,6 +376,7 @@ class Stream:
         try:
             batch = next(self._it) if self._waiter is None else self._next_within_timeout()
         except StopIteration:
+            self._ran_out = True
             raise
         except _WorkerTimedOut as e:
             self.close()
@@ -392,6 +398,7 @@ class Stream:
             hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
             raise RuntimeError(f"DataLoader {where}: {type(e).__name__}: {e}{hint}") from e
         self.position += 1
+        self._ran_out = self.position >= self.stop
         _unlink_received(batch)
         return batch
 
@@ -408,7 +415,8 @@ class Stream:
             waiter.stop()
         if it is not None and hasattr(it, "close"):
             it.close()  # stops the workers before their progress table goes away
-            _drain_shm_deletions()  # arrays still in grain's read-ahead buffers
+            if self.num_workers > 0:  # arrays still in grain's read-ahead buffers
+                _drain_shm_deletions(collect_cycles=not self._ran_out)
         progress, self._progress = self._progress, None
         if progress is not None:
             progress.close()
