@@ -192,3 +192,46 @@ def test_paddle_written_weights_load_by_the_explicit_call(tmp_path):
     model.prepare(loss=F.mse_loss)
     got = model.predict((x,), batch_size=2, stack_outputs=True, verbose=0)[0]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_fuzz_model_load(saved, tmp_path):
+    """Random byte edits and truncations of the three files: ModelFileError, or (unchanged bytes) a bitwise load."""
+    import hypothesis.strategies as st
+    from hypothesis import HealthCheck, given, settings
+
+    model, root = saved
+    fresh = _model(1)
+    expected = _weights(model)
+    counter = iter(range(10**6))
+    outcomes = {"refused": 0, "loaded": 0}
+
+    @settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def run(data):
+        target = tmp_path / f"f{next(counter)}"
+        shutil.copytree(root, target)
+        victim = target / data.draw(st.sampled_from(["m.json", "m.pdparams.safetensors", "m.pdopt.safetensors"]))
+        original = victim.read_bytes()
+        blob = bytearray(original)
+        for _ in range(data.draw(st.integers(0, 3))):
+            blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+        cut = data.draw(st.sampled_from([None, 0, 1, len(blob) // 2]))
+        blob = bytes(blob[:cut] if cut is not None else blob)
+        victim.write_bytes(blob)
+        try:
+            fresh.load(str(target / "m"))
+        except ModelFileError:
+            assert blob != original, "an intact save was refused"
+            outcomes["refused"] += 1
+        else:
+            if blob != original:  # only an edit of the table that keeps every size and sum may load
+                sums = [{role: (e["size"], e["sha256"]) for role, e in json.loads(b)["files"].items()}
+                        for b in (blob, original)]
+                assert victim.name == "m.json" and sums[0] == sums[1], blob
+            for name, value in expected.items():
+                np.testing.assert_array_equal(_weights(fresh)[name], value)
+            outcomes["loaded"] += 1
+        shutil.rmtree(target)
+
+    run()
+    assert outcomes["refused"] > 0, outcomes
