@@ -353,7 +353,7 @@ class Optimizer(nnx.Pytree):
           >>> net = pdx.nn.Linear(2, 1)
           >>> opt = pdx.optimizer.Momentum(0.1, parameters=net)
           >>> state = opt.init_state({n: v[...] for n, v in opt.trainable_parameters()})
-          >>> sorted(state[0]["update"]["momentum"].velocity)
+          >>> sorted(state[0]["update"]["velocity"][0])
           ['bias', 'weight']
         """
         # One compiled init instead of an eager zeros kernel per parameter shape.

@@ -53,8 +53,8 @@ def state_shardings(state, config: HybridConfig, mesh: Mesh | None = None):
       >>> state = pdx.TrainState.create(net, pdx.optimizer.Adam(1e-3, parameters=net))
       >>> cfg = pdx.parallel.HybridConfig(mp_degree=2)
       >>> shardings = pdx.train.state_shardings(state, cfg, cfg.mesh(jax.devices()[:2]))
-      >>> shardings.params["weight"].spec
-      PartitionSpec(None, 'mp')
+      >>> tuple(shardings.params["weight"].spec)
+      (None, 'mp')
     """
     if not isinstance(config, HybridConfig):
         raise TypeError(f"state_shardings: config must be a pdx.parallel.HybridConfig; got {type(config).__name__}")
