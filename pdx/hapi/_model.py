@@ -20,12 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.train import TrainState, make_eval_step, make_predict_step, make_train_step
-from pdx.amp._decorate import fp32_param_names
-from pdx.amp._grad_scaler import GradScaler
+from pdx.amp import fp32_param_names
+from pdx.amp import GradScaler
 from pdx._amp_policy import make_policy
-from pdx.callbacks._callbacks import config_callbacks
+from pdx.callbacks import config_callbacks
 from pdx.hapi import _data, _save
-from pdx.metric._metrics import Metric
+from pdx.metric import Metric
 
 __all__ = ["Model"]
 
