@@ -21,11 +21,8 @@ from pdx.checkpoint._pdparams_parser import parse
 
 
 @pytest.fixture(scope="module")
-def pd():
-    """The installed paddlepaddle (the reference reader and writer), on CPU."""
-    paddle = pytest.importorskip("paddle")
-    paddle.set_device("cpu")
-    paddle.disable_static()
+def pd(paddle):
+    """The installed paddlepaddle (conftest's `paddle`): the reference reader and writer."""
     return paddle
 
 

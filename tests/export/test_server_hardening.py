@@ -21,9 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pdx
 from pdx._safefile import json_depth
-from pdx.export import Client, ServerError, export
+from pdx.export import Client, ServerError
 from pdx.export._server_decode import HTTPError, decode_body
 from pdx.export._validate import Signature, check_arrays
 from pdx.jit import InputSpec
@@ -60,21 +59,6 @@ pdx.export.serve(Marked(), port=0, log_level="warning", **options)
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    pdx.seed(11)
-    net = pdx.nn.Sequential(pdx.nn.Linear(16, 32), pdx.nn.ReLU(), pdx.nn.Linear(32, 4))
-    net.eval()
-    path = export(net, tmp_path_factory.mktemp("hardening") / "mlp", [InputSpec([None, 16], "float32", "x")],
-                  name="mlp", differentiable=False)
-    w = {k: np.asarray(v) for k, v in net.state_dict().items()}
-
-    def reference(x):
-        return np.maximum(x.astype(np.float64) @ w["0.weight"] + w["0.bias"], 0.0) @ w["2.weight"] + w["2.bias"]
-
-    return path, reference
 
 
 class _Server:
