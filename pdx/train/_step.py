@@ -148,7 +148,7 @@ def _guarded_update(state, grads, loss, buffers):
         nonfinite_steps=jnp.where(finite, 0, state.nonfinite_steps + 1).astype(jnp.int32),
         rng=jax.random.key_data(jax.random.split(jax.random.wrap_key_data(state.rng))[0]),
     )
-    metrics = {"loss": loss, "grad_norm": optax.global_norm(grads), "finite": finite,
+    metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads), "finite": finite,
                "nonfinite_steps": new_state.nonfinite_steps, "loss_scale": new_state.loss_scale.scale}
     return new_state, metrics
 
