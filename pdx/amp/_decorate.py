@@ -77,7 +77,6 @@ def decorate(models, optimizers=None, level: str = "O1", dtype: str = "bfloat16"
       ('bfloat16', 'float32')
     """
     import jax.numpy as jnp
-    from flax import nnx
 
     from pdx.nn import Layer
 
@@ -108,11 +107,7 @@ def decorate(models, optimizers=None, level: str = "O1", dtype: str = "bfloat16"
     for opt in opt_list:
         if use_master:
             # Master copies are taken from the float32 values before the cast below.
-            masters = dict(opt._master)
-            for name, var in opt.named_parameters():
-                if id(var) in cast_vars and name in opt._trainable and name not in masters:
-                    masters[name] = nnx.OptArray(var.get_value().astype(jnp.float32))
-            opt._master = nnx.data(masters)
+            opt.add_master_weights([name for name, var in opt.trainable_parameters() if id(var) in cast_vars])
     for var in cast_vars.values():
         var.set_value(var.get_value().astype(low))
     for m in model_list:

@@ -331,6 +331,30 @@ class Optimizer(nnx.Pytree):
         by_name = dict(zip(self._names, self._parameter_vars))
         return [(name, by_name[name]) for name in self._trainable]
 
+    def add_master_weights(self, names) -> None:
+        """Keep float32 master copies of these trainable parameters, taken from
+        their current values (names not trained by this optimizer are ignored).
+
+        `pdx.amp.decorate(..., master_weight=True)` calls it before casting a
+        model to float16/bfloat16; the update then runs on the float32 copy and
+        the low-precision parameter is written from it.
+
+        Example:
+            >>> import pdx
+            >>> net = pdx.nn.Linear(2, 2)
+            >>> opt = pdx.optimizer.SGD(0.1, parameters=net.parameters())
+            >>> names = [name for name, _ in opt.trainable_parameters()]
+            >>> opt.add_master_weights(names[:1])
+            >>> [k for k in opt.state_dict() if k.startswith("master_weights/")] == [f"master_weights/{names[0]}"]
+            True
+        """
+        by_name = dict(self.trainable_parameters())
+        masters = dict(self._master)
+        for name in names:
+            if name in by_name and name not in masters:
+                masters[name] = nnx.OptArray(by_name[name].get_value().astype(jnp.float32))
+        self._master = nnx.data(masters)
+
     @property
     def opt_state(self):
         """A read-only view of the optax state `step()` keeps: the pytree of
