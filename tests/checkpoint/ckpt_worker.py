@@ -101,7 +101,7 @@ def train_mode(directory, total, kill_at, losses_path):
         return loss
 
     def snapshot():
-        return {"model": nnx.state(model).to_pure_dict(), "opt": opt.state_dict(), "rng": pdx.get_rng_state()}
+        return {"model": nnx.to_pure_dict(nnx.state(model)), "opt": opt.state_dict(), "rng": pdx.get_rng_state()}
 
     mgr = CheckpointManager(directory, save_interval_steps=5)
     stream = NumpyStream(seed=7)
