@@ -81,7 +81,7 @@ def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | Non
 
     Example: `load_hf_safetensors(LlamaForCausalLM(cfg), "/models/llama-2-7b")`.
     """
-    from safetensors.numpy import load_file
+    from pdx.checkpoint import load_safetensors  # the checked reader: regular files, ranges, header limits
 
     if os.path.isdir(path):
         files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
@@ -93,7 +93,7 @@ def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | Non
         raise FileNotFoundError(f"load_hf_safetensors: {path!r} is neither a .safetensors file nor a directory")
     state = {}
     for f in files:
-        state.update(load_file(f))
+        state.update(load_safetensors(f))
     stacked = bool(getattr(getattr(model, "config", None), "scan_layers", False))
     missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map, stack_layers=stacked))
     if strict and (missing or unexpected):
