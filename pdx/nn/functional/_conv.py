@@ -40,10 +40,17 @@ def _common_args(x, weight, stride, dilation, groups, data_format, n, op):
         raise error(op, f"groups must be a positive int; got groups={groups!r}")
     stride = ntuple(stride, n, op=op, name="stride", minimum=1)
     dilation = ntuple(dilation, n, op=op, name="dilation", minimum=1)
+    if x.dtype == jnp.int8 and weight.dtype == jnp.int8:
+        # Integer inference (pdx.quantization's converted layers): int8 x int8 accumulates in int32.
+        return x, weight, is_last, stride, dilation
     dtype = jnp.result_type(x.dtype, weight.dtype)
     if not jnp.issubdtype(dtype, jnp.inexact):
         dtype = jnp.float32
     return x.astype(dtype), weight.astype(dtype), is_last, stride, dilation
+
+
+def _accumulator(x):
+    return jnp.int32 if x.dtype == jnp.int8 else None
 
 
 def _add_bias(out, bias, channels, is_last, op):
@@ -77,7 +84,8 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
                             f"the padded input {tuple(sizes)} (padding {pads})")
     out = jax.lax.conv_general_dilated(
         x, weight, window_strides=stride, padding=pads, rhs_dilation=dilation,
-        dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups)
+        dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups,
+        preferred_element_type=_accumulator(x))
     return _add_bias(out, bias, out_channels, is_last, op)
 
 
@@ -130,7 +138,8 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     out = jax.lax.conv_general_dilated(
         x, _transpose_kernel(weight, groups, n), window_strides=(1,) * n, padding=conv_pads,
         lhs_dilation=stride, rhs_dilation=dilation,
-        dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups)
+        dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups,
+        preferred_element_type=_accumulator(x))
     return _add_bias(out, bias, weight.shape[1] * groups, is_last, op)
 
 

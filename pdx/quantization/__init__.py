@@ -1,0 +1,53 @@
+"""pdx.quantization: post-training and quantization-aware training to int8 (Paddle's paddle.quantization).
+
+    QuantConfig                        quanters per layer: global, by type, by name, by object
+    PTQ, QAT                           quantize(model) -> calibrate / train -> convert(model)
+    observers, quanters                AbsmaxObserver, PerChannelAbsmaxObserver, ..., FakeQuanterWithAbsMaxObserver
+    BaseObserver, BaseQuanter          bases for custom ones
+    weight_only_quantize               int8 / int4 group-wise weights for LLM Linear layers
+"""
+
+from pdx.quantization import observers, quanters
+from pdx.quantization._base import BaseObserver, BaseQuanter, QuanterFactory, fake_quant
+from pdx.quantization._config import QuantConfig, SingleLayerConfig
+from pdx.quantization._layers import (
+    QuantedConv,
+    QuantedEmbedding,
+    QuantedLinear,
+    QuantizedConv,
+    QuantizedEmbedding,
+    QuantizedLinear,
+)
+from pdx.quantization._quantize import PTQ, QAT, Quantization
+from pdx.quantization._weight_only import (
+    WeightOnlyLinear,
+    weight_dequantize,
+    weight_only_linear,
+    weight_only_quantize,
+    weight_quantize,
+)
+
+__all__ = [
+    "PTQ",
+    "QAT",
+    "BaseObserver",
+    "BaseQuanter",
+    "QuantConfig",
+    "QuantedConv",
+    "QuantedEmbedding",
+    "QuantedLinear",
+    "QuanterFactory",
+    "Quantization",
+    "QuantizedConv",
+    "QuantizedEmbedding",
+    "QuantizedLinear",
+    "SingleLayerConfig",
+    "WeightOnlyLinear",
+    "fake_quant",
+    "observers",
+    "quanters",
+    "weight_dequantize",
+    "weight_only_linear",
+    "weight_only_quantize",
+    "weight_quantize",
+]
