@@ -195,7 +195,8 @@ _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_d
 
 def save_params(params: dict[str, np.ndarray]) -> bytes:
     """Serialize {name: array} to safetensors bytes (bfloat16 included)."""
-    arrays = {name: np.ascontiguousarray(np.asarray(value)) for name, value in params.items()}
+    # np.asarray(order="C"), not np.ascontiguousarray: the latter turns a 0-d array into shape (1,).
+    arrays = {name: np.asarray(value, order="C") for name, value in params.items()}
     specs = {name: TensorSpec(dtype=a.dtype.name, shape=a.shape, data_ptr=a.ctypes.data, data_len=a.nbytes)
              for name, a in arrays.items()}
     return bytes(serialize(specs, metadata={"format": FORMAT}))

@@ -66,10 +66,10 @@ class IreeModule:
         self._context.add_vm_module(module)
         self._main = self._context.modules[module.name]["main"]
         device = self._config.device
-        self._params = [ireert.asdevicearray(device, np.ascontiguousarray(p)) for p in params]
+        self._params = [ireert.asdevicearray(device, np.asarray(p, order="C")) for p in params]  # keeps 0-d
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        out = self._main(*self._params, *[np.ascontiguousarray(a) for a in arrays])
+        out = self._main(*self._params, *[np.asarray(a, order="C") for a in arrays])
         outs = out if isinstance(out, (list, tuple)) else [out]
         # to_host() may view a runtime buffer that the next call reuses: copy.
         return [np.array(o.to_host(), copy=True) for o in outs]

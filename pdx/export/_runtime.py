@@ -52,8 +52,6 @@ class Artifact:
                                 "re-export the model")
         for meta in self.param_meta:
             value = params.get(meta["name"])
-            if value is not None and meta["shape"] == [] and value.shape == (1,):
-                value = params[meta["name"]] = value.reshape(())   # safetensors stores a 0-d array as [1]
             if value is None or list(value.shape) != meta["shape"] or value.dtype.name != meta["dtype"]:
                 got = None if value is None else f"{value.dtype.name}{list(value.shape)}"
                 raise ArtifactError(f"{where}: parameter {meta['name']!r} is {got}, manifest says "
