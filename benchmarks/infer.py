@@ -16,6 +16,10 @@ included). Rows:
   ... NHWC           the artifact rows again for the data_format="NHWC" model
                      (input spec [None, 224, 224, 3]; the request is still NCHW
                      and is transposed on the host inside the timed call)
+  ... int8           the artifact rows for the model after pdx.quantization PTQ
+                     (per-channel int8 weights, absmax activations calibrated on
+                     4 random batches): int8 x int8 -> int32 convolutions and dots;
+                     its max |diff| is quantization error, not a bug
   torch eager        the same architecture written in torch.nn, `inference_mode`
   paddle inference   `paddle.jit.save` + `paddle.inference` predictor, with
                      oneDNN (the CPU deployment setting); without oneDNN on request
@@ -52,9 +56,9 @@ from collections.abc import Callable
 import numpy as np
 
 ROWS = ("pdx eager", "pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx IREE host",
-        "pdx IREE host NHWC", "torch eager", "paddle inference (oneDNN)", "paddle inference (no oneDNN)")
+        "pdx IREE host NHWC", "pdx XLA artifact int8", "pdx IREE host int8", "torch eager", "paddle inference (oneDNN)", "paddle inference (no oneDNN)")
 DEFAULT_ROWS = tuple(r for r in ROWS if r != "paddle inference (no oneDNN)")  # ~6x slower than with oneDNN
-JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC")  # interleaved
+JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx XLA artifact int8")  # interleaved
 
 
 @dataclasses.dataclass
@@ -190,17 +194,31 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
 
     artifacts: dict[tuple, str] = {}
 
+    def int8_net():
+        import jax.numpy as jnp
+
+        from pdx.quantization import PTQ, QuantConfig
+        from pdx.quantization.observers import AbsmaxObserver, PerChannelAbsmaxObserver
+
+        ptq = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=PerChannelAbsmaxObserver()))
+        calib = ptq.quantize(_pdx_net(state))
+        rng = np.random.RandomState(1)
+        for _ in range(4):
+            calib(jnp.asarray(rng.rand(2, 3, size, size).astype(np.float32)))
+        return ptq.convert(calib)
+
     def export(batch, data_format):
-        """The artifact for `batch` (None: XLA only, dynamic batch) and layout."""
+        """The artifact for `batch` (None: XLA only, dynamic batch) and layout ("NCHW", "NHWC" or "int8")."""
         key = (batch, data_format)
         if key not in artifacts:
             import pdx
             from pdx.jit import InputSpec
 
-            shape = [None, 3, size, size] if data_format == "NCHW" else [None, size, size, 3]
+            shape = [None, size, size, 3] if data_format == "NHWC" else [None, 3, size, size]
             targets = ("xla",) if batch is None else ("xla", "iree-llvm-cpu")
             path = os.path.join(workdir, f"resnet18_{data_format}_b{batch or 'any'}")
-            pdx.export.export(_pdx_net(state, data_format), path, [InputSpec(shape, "float32", "image")],
+            net = int8_net() if data_format == "int8" else _pdx_net(state, data_format)
+            pdx.export.export(net, path, [InputSpec(shape, "float32", "image")],
                               targets=targets, iree_dims=None if batch is None else {"batch": batch},
                               differentiable=False)
             artifacts[key] = path
@@ -262,6 +280,7 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
         "pdx eager": pdx_eager, "pdx jit": pdx_jit("NCHW"), "pdx jit NHWC": pdx_jit("NHWC"),
         "pdx XLA artifact": pdx_artifact("xla", "NCHW"), "pdx XLA artifact NHWC": pdx_artifact("xla", "NHWC"),
         "pdx IREE host": pdx_artifact("iree", "NCHW"), "pdx IREE host NHWC": pdx_artifact("iree", "NHWC"),
+        "pdx XLA artifact int8": pdx_artifact("xla", "int8"), "pdx IREE host int8": pdx_artifact("iree", "int8"),
         "torch eager": torch_eager,
         "paddle inference (oneDNN)": paddle_inference(True),
         "paddle inference (no oneDNN)": paddle_inference(False),

@@ -31,6 +31,7 @@ FLOORS = {
     "paddle.utils": 1.0,
     "paddle.amp": 1.0,
     "paddle.vision.transforms": 1.0,
+    "paddle.quantization": 1.0,
 }
 
 

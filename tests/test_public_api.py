@@ -10,7 +10,8 @@ PACKAGES = ["pdx", "pdx.checkpoint", "pdx.nn", "pdx.nn.functional", "pdx.nn.init
             "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.train", "pdx.metric", "pdx.profiler", "pdx.export",
             "pdx.geometric", "pdx.autograd",
             "pdx.device", "pdx.device.cuda", "pdx.utils", "pdx.utils.unique_name", "pdx.utils.dlpack", "pdx.version",
-            "pdx.sparse", "pdx.sparse.nn", "pdx.sparse.nn.functional", "pdx.distribution", "pdx.linalg", "pdx.fft", "pdx.signal", "pdx.special", "pdx.audio", "pdx.audio.functional", "pdx.audio.features"]
+            "pdx.sparse", "pdx.sparse.nn", "pdx.sparse.nn.functional", "pdx.distribution", "pdx.linalg", "pdx.fft", "pdx.signal", "pdx.special", "pdx.audio", "pdx.audio.functional", "pdx.audio.features",
+            "pdx.quantization", "pdx.quantization.observers", "pdx.quantization.quanters"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

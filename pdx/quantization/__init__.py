@@ -5,11 +5,14 @@
     observers, quanters                AbsmaxObserver, PerChannelAbsmaxObserver, ..., FakeQuanterWithAbsMaxObserver
     BaseObserver, BaseQuanter          bases for custom ones
     weight_only_quantize               int8 / int4 group-wise weights for LLM Linear layers
+    UnstructuredPruner, GMPUnstructuredPruner   magnitude pruning with masks kept through training
+    Distiller, DistillationLoss, soft_label_loss, feature_loss   teacher -> student training
 """
 
 from pdx.quantization import observers, quanters
-from pdx.quantization._base import BaseObserver, BaseQuanter, QuanterFactory, fake_quant
+from pdx.quantization._base import BaseObserver, BaseQuanter, QuanterFactory, fake_quant, quanter
 from pdx.quantization._config import QuantConfig, SingleLayerConfig
+from pdx.quantization._distill import DistillationLoss, Distiller, feature_loss, soft_label_loss
 from pdx.quantization._layers import (
     QuantedConv,
     QuantedEmbedding,
@@ -18,6 +21,7 @@ from pdx.quantization._layers import (
     QuantizedEmbedding,
     QuantizedLinear,
 )
+from pdx.quantization._prune import GMPUnstructuredPruner, UnstructuredPruner
 from pdx.quantization._quantize import PTQ, QAT, Quantization
 from pdx.quantization._weight_only import (
     WeightOnlyLinear,
@@ -32,6 +36,9 @@ __all__ = [
     "QAT",
     "BaseObserver",
     "BaseQuanter",
+    "DistillationLoss",
+    "Distiller",
+    "GMPUnstructuredPruner",
     "QuantConfig",
     "QuantedConv",
     "QuantedEmbedding",
@@ -42,10 +49,14 @@ __all__ = [
     "QuantizedEmbedding",
     "QuantizedLinear",
     "SingleLayerConfig",
+    "UnstructuredPruner",
     "WeightOnlyLinear",
     "fake_quant",
+    "feature_loss",
     "observers",
+    "quanter",
     "quanters",
+    "soft_label_loss",
     "weight_dequantize",
     "weight_only_linear",
     "weight_only_quantize",

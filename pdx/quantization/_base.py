@@ -15,13 +15,14 @@ converted layers use: (step, zero_point, axis) with real = step * (q - zero_poin
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import jax
 import jax.numpy as jnp
 
 from pdx.nn import Layer
 
-__all__ = ["BaseObserver", "BaseQuanter", "QuantParams", "QuanterFactory", "fake_quant", "qmax"]
+__all__ = ["BaseObserver", "BaseQuanter", "QuantParams", "QuanterFactory", "fake_quant", "qmax", "quanter"]
 
 _TINY = 1e-8
 
@@ -142,22 +143,22 @@ class QuanterFactory:
 
     _layer_class: type = None
 
-    def __init__(self, **kwargs):
-        self._kwargs = kwargs
+    def __init__(self, *args, **kwargs):
+        self._args, self._kwargs = args, kwargs
 
     @property
     def args(self):
-        return ()
+        return self._args
 
     @property
     def kwargs(self):
         return dict(self._kwargs)
 
     def _instance(self, layer) -> _Quantizer:
-        return self._layer_class(layer, **self._kwargs)
+        return self._layer_class(layer, *self._args, **self._kwargs)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        args = ", ".join([repr(a) for a in self._args] + [f"{k}={v!r}" for k, v in self._kwargs.items()])
         return f"{type(self).__name__}({args})"
 
     __str__ = __repr__
@@ -176,3 +177,38 @@ def weight_channel_axis(layer) -> int:
         return 0
     raise ValueError(f"per-channel quantization needs a layer with a weight (Linear, Conv, Embedding); "
                      f"got {type(layer).__name__}")
+
+
+def quanter(class_name: str):
+    """Declare a factory named `class_name` for a custom quanter/observer layer (Paddle's `quanter`).
+
+    The factory is added to the decorated class's module; `Factory(*args, **kwargs)` goes into a
+    QuantConfig, and each quantized layer gets `LayerClass(layer, *args, **kwargs)`.
+
+    Example (at the top level of your module, where the factory name is added):
+
+        from pdx.quantization import BaseQuanter, QuantConfig, fake_quant, quanter
+
+        @quanter("HalfRange")
+        class HalfRangeLayer(BaseQuanter):
+            def __init__(self, layer, bit_length=8):
+                super().__init__(bit_length)
+
+            def forward(self, x):
+                return fake_quant(x, 0.5 * jnp.max(jnp.abs(x)), self.bit_length())
+
+        config = QuantConfig(activation=HalfRange(bit_length=8), weight=None)
+    """
+    if not isinstance(class_name, str) or not class_name.isidentifier():
+        raise ValueError(f"quanter(class_name={class_name!r}): give the factory's name as an identifier")
+
+    def wrapper(target_class):
+        factory = type(class_name, (QuanterFactory,), {
+            "_layer_class": target_class, "__module__": target_class.__module__,
+            "__doc__": f"Factory of {target_class.__name__} (declared with pdx.quantization.quanter)."})
+        module = sys.modules.get(target_class.__module__)
+        if module is not None:
+            setattr(module, class_name, factory)
+        return target_class
+
+    return wrapper
