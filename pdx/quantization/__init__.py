@@ -6,11 +6,13 @@
     BaseObserver, BaseQuanter          bases for custom ones
     weight_only_quantize               int8 / int4 group-wise weights for LLM Linear layers
     UnstructuredPruner, GMPUnstructuredPruner   magnitude pruning with masks kept through training
+    ChannelPruner, channel_groups, sensitivity   structured pruning that removes channels
     Distiller, DistillationLoss, soft_label_loss, feature_loss   teacher -> student training
 """
 
 from pdx.quantization import observers, quanters
 from pdx.quantization._base import BaseObserver, BaseQuanter, QuanterFactory, fake_quant, quanter
+from pdx.quantization._channel_prune import ChannelGroup, ChannelPruner, channel_groups, sensitivity
 from pdx.quantization._config import QuantConfig, SingleLayerConfig
 from pdx.quantization._distill import DistillationLoss, Distiller, feature_loss, soft_label_loss
 from pdx.quantization._layers import (
@@ -36,6 +38,8 @@ __all__ = [
     "QAT",
     "BaseObserver",
     "BaseQuanter",
+    "ChannelGroup",
+    "ChannelPruner",
     "DistillationLoss",
     "Distiller",
     "GMPUnstructuredPruner",
@@ -51,11 +55,13 @@ __all__ = [
     "SingleLayerConfig",
     "UnstructuredPruner",
     "WeightOnlyLinear",
+    "channel_groups",
     "fake_quant",
     "feature_loss",
     "observers",
     "quanter",
     "quanters",
+    "sensitivity",
     "soft_label_loss",
     "weight_dequantize",
     "weight_only_linear",

@@ -155,3 +155,59 @@ def test_custom_quanter_through_the_quanter_decorator():
                                    np.clip(np.round(np.asarray(x) / 0.5 * 7), -7, 7) * 0.5 / 7, atol=1e-6)
     finally:
         del sys.modules[module.__name__]
+
+
+class _CNN(nn.Layer):
+    def __init__(self, c=16, hidden=64):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2D(1, c, 3, padding=1), nn.BatchNorm2D(c), nn.ReLU(),
+            nn.Conv2D(c, c, 3, padding=1, groups=c), nn.BatchNorm2D(c), nn.ReLU(), nn.MaxPool2D(2),
+            nn.Conv2D(c, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2D(2),
+            nn.Flatten(), nn.Linear(128, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+    def forward(self, x):
+        return self.features(x)
+
+
+def test_channel_pruning_removes_channels_and_the_state_dict_loads_into_the_smaller_net(digits):
+    from pdx.quantization import ChannelGroup, ChannelPruner, channel_groups, sensitivity
+
+    xtr, ytr, xte, yte = (a.reshape(-1, 1, 8, 8) if i % 2 == 0 else a for i, a in enumerate(digits))
+    pdx.seed(3)
+    net = _fit(_CNN(), None, lambda m, a, b: F.cross_entropy(m(a), b), xtr, ytr, 300)
+    net.eval()
+    base = _acc(net, xte, yte)
+    assert channel_groups(net) == [ChannelGroup("features.0", ("features.1", "features.3", "features.4"), ("features.7",)),
+                                   ChannelGroup("features.7", (), ("features.11",)),
+                                   ChannelGroup("features.11", (), ("features.13",))]
+    flops0 = pdx.flops(net, [1, 1, 8, 8], print_detail=False)
+    params0 = sum(p.size for p in net.parameters())
+    table = sensitivity(net, lambda m: _acc(m, xte, yte), ratios=(0.0, 0.5))
+    assert all(row[0.0] == base for row in table.values())
+
+    pruner = ChannelPruner(net, "l1")
+    assert pruner.prune(0.5) == {"features.0": 8, "features.7": 16, "features.11": 32}
+    flops1 = pdx.flops(net, [1, 1, 8, 8], print_detail=False)
+    params1 = sum(p.size for p in net.parameters())
+    print(f"FLOPs {flops0} -> {flops1}, params {params0} -> {params1}")
+    assert 0.2 < flops1 / flops0 < 0.6 and 0.2 < params1 / params0 < 0.6   # in and out widths both halve
+
+    small = _CNN(c=8, hidden=32)
+    small.features[7] = nn.Conv2D(8, 16, 3, padding=1)
+    small.features[11] = nn.Linear(64, 32)
+    missing, unexpected = small.set_state_dict(net.state_dict())
+    assert not missing and not unexpected
+    small.eval()
+    np.testing.assert_allclose(np.asarray(small(xte[:32])), np.asarray(net(xte[:32])), atol=1e-5)
+
+    net.train()
+    _fit(net, None, lambda m, a, b: F.cross_entropy(m(a), b), xtr, ytr, 150, lr=1e-3)
+    net.eval()
+    tuned = _acc(net, xte, yte)
+    print(f"digits CNN: unpruned {base:.4f}, 50% channels pruned + fine-tuned {tuned:.4f}")
+    assert tuned >= base - 0.015
+    with pytest.raises(ValueError, match="criterion='l3'"):
+        ChannelPruner(net, "l3")
+    with pytest.raises(ValueError, match="not a sublayer"):
+        ChannelPruner(net, groups=[ChannelGroup("nope")])
