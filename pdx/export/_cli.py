@@ -46,7 +46,54 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="batch rows are independent: the IREE runtime splits any batch into chunks")
     parser.add_argument("--no-differentiable", action="store_true",
                         help="leave the backward pass out (smaller program; no fine-tuning after pdx.jit.load)")
+    parser.add_argument("--quantize", choices=QUANTIZE,
+                        help="ptq-int8: int8 weights and activations (needs --calib), int8 x int8 -> int32 ops; "
+                             "weight-only-int8 / weight-only-int4: Linear weights only (no backward pass is exported)")
+    parser.add_argument("--calib", metavar="FILE",
+                        help="calibration inputs for --quantize ptq-int8: a .npy array (one input) or a .npz with "
+                             "one array per input name; read without pickle")
+    parser.add_argument("--calib-batch-size", type=int, default=32, help="calibration batch size (default 32)")
     parser.set_defaults(func=run)
+
+
+QUANTIZE = ("ptq-int8", "weight-only-int8", "weight-only-int4")
+
+
+def _calibration_batches(path: str, specs, batch_size: int):
+    import numpy as np
+
+    if not path:
+        raise ValueError("--quantize ptq-int8 needs --calib FILE (a .npy or .npz of representative inputs)")
+    names = [s.name or f"input{i}" for i, s in enumerate(specs)]
+    data = np.load(path, allow_pickle=False)
+    if isinstance(data, np.lib.npyio.NpzFile):
+        with data:
+            missing = [n for n in names if n not in data.files]
+            if missing:
+                raise ValueError(f"--calib {path}: has arrays {data.files}, the inputs are named {names}")
+            arrays = [data[n] for n in names]
+    else:
+        arrays = [data]
+    if len(arrays) != len(specs) or not len(arrays[0]):
+        raise ValueError(f"--calib {path}: expected {len(specs)} non-empty array(s) named {names} "
+                         f"(a .npz names them by input)")
+    for start in range(0, len(arrays[0]), batch_size):
+        yield [a[start:start + batch_size] for a in arrays]
+
+
+def _quantize(model, mode: str, specs, calib: str | None, batch_size: int):
+    import jax.numpy as jnp
+
+    from pdx import quantization
+
+    if mode.startswith("weight-only"):
+        return quantization.weight_only_quantize(model, f"weight_only_int{mode[-1]}", exclude=r"^$")
+    ptq = quantization.PTQ(quantization.QuantConfig(activation=quantization.observers.AbsmaxObserver(),
+                                                    weight=quantization.observers.PerChannelAbsmaxObserver()))
+    calibrated = ptq.quantize(model)
+    for batch in _calibration_batches(calib, specs, batch_size):
+        calibrated(*[jnp.asarray(a) for a in batch])
+    return ptq.convert(calibrated)
 
 
 def parse_input_spec(text: str, index: int):
@@ -127,10 +174,12 @@ def run(args: argparse.Namespace) -> int:
         if args.weights:
             _load_weights(model, args.weights)
         model.eval()
+        if args.quantize:
+            model = _quantize(model, args.quantize, specs, args.calib, args.calib_batch_size)
         path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
                       platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
                       iree_dims={"batch": args.iree_batch_size}, iree_batch_split=args.iree_batch_split,
-                      differentiable=not args.no_differentiable)
+                      differentiable=not (args.no_differentiable or args.quantize))
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(f"pdx export: error: {type(e).__name__}: {first}", file=sys.stderr)

@@ -42,14 +42,24 @@ def _is_depthwise(layer) -> bool:
     return isinstance(layer, _CONVS) and layer._groups == layer._in_channels == layer._out_channels
 
 
-def _chain_groups(seq, prefix):
-    groups, items = [], list(seq.named_children())
+def _leaves(seq, prefix, expanded):
+    """A Sequential's children with nested Sequentials (e.g. ConvBNReLU) expanded, as (dotted name, layer)."""
+    for name, layer in seq.named_children():
+        full = f"{prefix}.{name}" if prefix else name
+        if isinstance(layer, nn.Sequential):
+            expanded.add(full)
+            yield from _leaves(layer, full, expanded)
+        else:
+            yield full, layer
+
+
+def _chain_groups(seq, prefix, expanded):
+    groups, items = [], list(_leaves(seq, prefix, expanded))
     for i, (name, layer) in enumerate(items):
         if not (_is_dense_conv(layer) or isinstance(layer, nn.Linear)):
             continue
         followers, consumers = [], []
-        for other_name, other in items[i + 1:]:
-            full = f"{prefix}.{other_name}" if prefix else other_name
+        for full, other in items[i + 1:]:
             if isinstance(other, _NORMS) or _is_depthwise(other):
                 followers.append(full)
             elif isinstance(other, (*_PASS, nn.Flatten)):
@@ -60,7 +70,7 @@ def _chain_groups(seq, prefix):
             else:
                 break
         if consumers:
-            groups.append(ChannelGroup(f"{prefix}.{name}" if prefix else name, tuple(followers), tuple(consumers)))
+            groups.append(ChannelGroup(name, tuple(followers), tuple(consumers)))
     return groups
 
 
@@ -73,10 +83,11 @@ def channel_groups(model) -> list[ChannelGroup]:
       >>> channel_groups(net)
       [ChannelGroup(producer='0', followers=('1',), consumers=('3',))]
     """
-    groups = []
+    groups, inside = [], set()
     for prefix, layer in model.named_sublayers(include_self=True):
         if isinstance(layer, nn.Sequential):
-            groups += _chain_groups(layer, prefix)
+            if prefix not in inside:          # a nested Sequential is part of its parent's chain
+                groups += _chain_groups(layer, prefix, inside)
             continue
         inner = [("conv1", "bn1", "conv2"), ("conv2", "bn2", "conv3")]
         for producer, norm, consumer in inner:

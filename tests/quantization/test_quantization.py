@@ -269,3 +269,24 @@ def test_bad_input_errors(digits, trained):
         weight_quantize(jnp.ones((4, 4)), "int3")
     with pytest.raises(ValueError, match="group_size=3 must divide"):
         weight_quantize(jnp.ones((4, 4)), group_size=3)
+
+
+def test_cli_export_quantize_ptq_int8(tmp_path, monkeypatch, capsys, digits):
+    import pdx.cli
+    from jax import export as jax_export
+
+    _, _, xte, _ = digits
+    np.savez(tmp_path / "calib.npz", image=np.asarray(xte[:64]))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    base = ["export", "recipes.quickstart:LeNet", "--input-spec", "image:None,1,8,8:float32"]
+    assert pdx.cli.main([*base, "--quantize", "ptq-int8", "--calib", "calib.npz", "--out", "int8"]) == 0
+    mlir = jax_export.deserialize(bytearray((tmp_path / "int8" / "program.jaxexport").read_bytes())).mlir_module()
+    assert "xi8>" in mlir and "stablehlo.convolution" in mlir
+    assert pdx.cli.main([*base, "--quantize", "weight-only-int4", "--out", "w4"]) == 0
+    capsys.readouterr()
+    assert pdx.cli.main([*base, "--quantize", "ptq-int8", "--out", "bad"]) == 1
+    assert "needs --calib FILE" in capsys.readouterr().err
+    np.savez(tmp_path / "wrong.npz", pixels=np.asarray(xte[:4]))
+    assert pdx.cli.main([*base, "--quantize", "ptq-int8", "--calib", "wrong.npz", "--out", "bad"]) == 1
+    assert "inputs are named ['image']" in capsys.readouterr().err
