@@ -1,13 +1,14 @@
 """Compress a CNN: int8 PTQ, int8 QAT, 50% channel pruning + fine-tuning and distillation, side by side.
 
 The data is scikit-learn's handwritten digits (shipped with the package),
-upsampled to 32x32 RGB. A MobileNetV2 (width `--scale`) is trained, then each
+upsampled to 64x64 RGB. A MobileNetV2 (width `--scale`) is trained, then each
 compression method is applied to a copy; every result is exported
-(`pdx.export`, XLA and IREE llvm-cpu at batch 1) and measured. With
+(`pdx.export`, XLA and IREE llvm-cpu at batch 1) and measured. QAT
+fine-tunes for `--qat-epochs` more epochs than the float model had. With
 paddlepaddle installed, Paddle's own PTQ (paddle.quantization, AbsmaxObserver)
 runs on the same weights and data for comparison.
 
-    python recipes/compress.py                    # ~3 minutes on a 2-core CPU
+    python recipes/compress.py                    # ~10 minutes on a 2-core CPU
     python recipes/compress.py --epochs 2 --latency false   # a quick run
 """
 
@@ -43,8 +44,8 @@ from pdx.quantization.quanters import FakeQuanterChannelWiseAbsMaxObserver, Fake
 class CompressConfig:
     scale: float = 0.5             # MobileNetV2 width of the model to compress
     student_scale: float = 0.25    # width of the distilled student
-    size: int = 32                 # input height/width (digits are upsampled from 8x8)
-    epochs: int = 8                # training epochs of the float model (and of the students)
+    size: int = 64                 # input height/width (digits are upsampled from 8x8)
+    epochs: int = 5                # training epochs of the float model (and of the students)
     qat_epochs: int = 1            # quantization-aware fine-tuning epochs
     finetune_epochs: int = 2       # fine-tuning epochs after pruning
     prune_ratio: float = 0.5       # fraction of prunable channels removed
@@ -95,15 +96,21 @@ def accuracy(model, x, y) -> float:
 
 def measure(model, cfg, workdir, name, x):
     """(params bytes, XLA ms, IREE ms) of the exported model at batch 1."""
-    path = f"{workdir}/{name}"
-    pdx.export.export(model, path, [InputSpec([1, 3, cfg.size, cfg.size], "float32", "image")],
-                      targets=("xla", "iree-llvm-cpu"), differentiable=False)
     import os
 
+    spec = [InputSpec([1, 3, cfg.size, cfg.size], "float32", "image")]
+    path = f"{workdir}/{name}"
+    pdx.export.export(model, path, spec, differentiable=False)
     size = os.path.getsize(f"{path}/params.safetensors")
-    times = {}
-    for runtime in ("xla", "iree"):
-        run = pdx.export.load(path, runtime=runtime)
+    times = {"xla": None, "iree": None}
+    paths = {"xla": path}
+    try:
+        pdx.export.export(model, f"{path}-iree", spec, targets=("xla", "iree-llvm-cpu"), differentiable=False)
+        paths["iree"] = f"{path}-iree"
+    except RuntimeError as e:   # IREE's known failure on padded stride-2 convs over 2x2 maps (small inputs)
+        print(f"{name}: IREE does not compile it: {str(e).splitlines()[0][:160]}")
+    for runtime, artifact in paths.items():
+        run = pdx.export.load(artifact, runtime=runtime)
         for _ in range(3):
             run(x)
         samples = []
@@ -181,7 +188,9 @@ def main(cfg: CompressConfig) -> dict:
     with tempfile.TemporaryDirectory() as workdir:
         for i, (name, model) in enumerate(rows.items()):
             acc = accuracy(model, xte, yte)
-            flops = pdx.flops(model, [1, 3, cfg.size, cfg.size], print_detail=False)
+            # Integer layers do the float model's arithmetic in int8: their FLOPs are the float model's.
+            flops = results["float32"]["flops"] if "int8" in name else pdx.flops(
+                model, [1, 3, cfg.size, cfg.size], print_detail=False)
             size = xla = iree = None
             if cfg.latency:
                 size, xla, iree = measure(model, cfg, workdir, f"m{i}", x1)

@@ -290,3 +290,33 @@ def test_cli_export_quantize_ptq_int8(tmp_path, monkeypatch, capsys, digits):
     np.savez(tmp_path / "wrong.npz", pixels=np.asarray(xte[:4]))
     assert pdx.cli.main([*base, "--quantize", "ptq-int8", "--calib", "wrong.npz", "--out", "bad"]) == 1
     assert "inputs are named ['image']" in capsys.readouterr().err
+
+
+def test_transposed_grouped_conv_1d_conv_and_embedding_convert_close_to_float():
+    class Net(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(20, 8, padding_idx=0)
+            self.conv1d = nn.Conv1D(8, 6, 3, padding=1)
+            self.up = nn.Conv2DTranspose(6, 4, 3, stride=2, groups=2)
+            self.nhwc = nn.Conv2D(4, 4, 3, padding=1, padding_mode="reflect", data_format="NHWC")
+
+        def forward(self, ids):
+            h = self.conv1d(self.embed(ids).transpose([0, 2, 1]))          # (B, 6, L)
+            h = self.up(h[:, :, None, :])                                   # (B, 4, 3, 2L+1)
+            return self.nhwc(h.transpose([0, 2, 3, 1]))
+
+    pdx.seed(0)
+    net = Net().eval()
+    ids = jnp.asarray(np.random.RandomState(0).randint(0, 20, (4, 7)))
+    ref = np.asarray(net(ids))
+    ptq = PTQ(QuantConfig(activation=AbsmaxObserver(), weight=PerChannelAbsmaxObserver()))
+    calib = ptq.quantize(net)
+    calib(ids)
+    q = ptq.convert(calib)
+    assert [type(getattr(q, n)).__name__ for n in ("embed", "conv1d", "up", "nhwc")] == \
+        ["QuantizedEmbedding", "QuantizedConv", "QuantizedConv", "QuantizedConv"]
+    assert q.up.weight.get_value().dtype == jnp.int8
+    out = np.asarray(q(ids))
+    assert np.abs(out - ref).max() < 0.03 * np.abs(ref).max(), np.abs(out - ref).max() / np.abs(ref).max()
+    np.testing.assert_array_equal(np.asarray(q.embed(jnp.zeros((1, 2), jnp.int32))), 0.0)   # padding row
