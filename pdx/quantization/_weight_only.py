@@ -58,8 +58,8 @@ def weight_quantize(x, algo: str = "weight_only_int8", arch=None, group_size: in
       group_size: -1 for one scale per output channel, else one per `group_size` input rows.
 
     Returns:
-      (codes, scale): int8 codes [out, in] (int4: [out, in/2], two per byte) and float32
-      scales [out] (or [in/group_size, out]).
+      (codes, scale): int8 codes [out, in] (int4: [out, in/2], two per byte) and float16
+      scales [out] (or [in/group_size, out]); codes are rounded with the float32 scale.
 
     Example:
       >>> import jax.numpy as jnp
@@ -80,6 +80,7 @@ def weight_quantize(x, algo: str = "weight_only_int8", arch=None, group_size: in
         g = w.reshape(w.shape[0] // group_size, group_size, w.shape[1])
         scale = jnp.maximum(jnp.max(jnp.abs(g), axis=1), 1e-8) / top                       # [in/g, out]
         codes = jnp.clip(jnp.round(g / scale[:, None, :]), -top, top).reshape(w.shape)
+    scale = scale.astype(jnp.float16)   # Paddle's scale dtype; halves the scales' share of the memory
     codes = codes.astype(jnp.int8).T                                                       # [out, in]
     if bits == 4:
         if codes.shape[1] % 2:

@@ -225,7 +225,7 @@ def test_weight_only_int8_int4_scales_and_llama_generation(paddle):
             assert codes.dtype == jnp.int8 and codes.shape == ((32, 64) if algo.endswith("8") else (32, 32))
             back = np.asarray(weight_dequantize(codes, scale, algo, group_size=group))
             bound = np.abs(w).max(axis=0) if group == -1 else np.repeat(np.abs(w.reshape(2, 32, 32)).max(1), 32, 0)
-            assert np.all(np.abs(back - w) <= bound * tol / 2 + 1e-6)
+            assert np.all(np.abs(back - w) <= bound * tol * 0.57 + 1e-6)   # half a step + float16 scale rounding
 
     from pdx.models.llama import LlamaForCausalLM, generate
     from pdx.quantization import weight_only_quantize
