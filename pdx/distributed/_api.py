@@ -239,8 +239,8 @@ def shard_tensor(data, mesh: ProcessMesh, placements, dtype=None, place=None, st
       >>> import jax.numpy as jnp, pdx.distributed as dist
       >>> mesh = dist.ProcessMesh([[0, 1, 2, 3], [4, 5, 6, 7]], dim_names=["dp", "mp"])
       >>> x = dist.shard_tensor(jnp.ones((4, 8)), mesh, [dist.Shard(0), dist.Shard(1)])
-      >>> x.sharding.spec, dist.get_placements(x)
-      (PartitionSpec('dp', 'mp'), [Shard(dim=0), Shard(dim=1)])
+      >>> tuple(x.sharding.spec), dist.get_placements(x)
+      (('dp', 'mp'), [Shard(dim=0), Shard(dim=1)])
     """
     mesh = _check_mesh(mesh, "shard_tensor")
     if isinstance(data, PartialArray):
@@ -275,8 +275,8 @@ def dtensor_from_fn(fn, mesh: ProcessMesh, placements, *args, **kwargs):
     Example:
       >>> import pdx, pdx.distributed as dist
       >>> mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
-      >>> dist.dtensor_from_fn(pdx.ones, mesh, [dist.Shard(0)], shape=[4, 2]).sharding.spec
-      PartitionSpec('x',)
+      >>> tuple(dist.dtensor_from_fn(pdx.ones, mesh, [dist.Shard(0)], shape=[4, 2]).sharding.spec)
+      ('x', None)
     """
     return shard_tensor(fn(*args, **kwargs), mesh, placements)
 

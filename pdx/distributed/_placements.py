@@ -201,8 +201,8 @@ def placements_to_spec(placements: Sequence[Placement], ndim: int, dim_names: Se
     Example:
       >>> import pdx.distributed as dist
       >>> from pdx.distributed._placements import placements_to_spec
-      >>> placements_to_spec([dist.Shard(0), dist.Shard(1)], 2, ["dp", "mp"])
-      PartitionSpec('dp', 'mp')
+      >>> tuple(placements_to_spec([dist.Shard(0), dist.Shard(1)], 2, ["dp", "mp"]))
+      ('dp', 'mp')
     """
     per_dim: list[list[tuple[int, int, str]]] = [[] for _ in range(ndim)]
     for i, p in enumerate(placements):

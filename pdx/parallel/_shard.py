@@ -56,16 +56,16 @@ def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
     return PartitionSpec(*out)
 
 
-def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None) -> PartitionSpec:
-    """`spec` with the ZeRO "sharding" axis added on the largest free dimension it divides.
+def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None, *, axis: str = "sharding") -> PartitionSpec:
+    """`spec` with the ZeRO mesh `axis` ("sharding") added on the largest free dimension it divides.
 
     A stacked-layers dimension (logical name "layers") is skipped: split there,
     every step of a scan over the layers would gather a whole layer.
     """
-    degree = mesh.shape.get("sharding", 1)
+    degree = mesh.shape.get(axis, 1)
     entries = list(spec) + [None] * (len(shape) - len(spec))
     flat = [a for e in entries for a in ((e,) if isinstance(e, str) else (e or ()))]
-    if degree == 1 or "sharding" in flat:
+    if degree == 1 or axis in flat:
         return PartitionSpec(*entries)
     names = tuple(logical_names) if logical_names is not None else (None,) * len(shape)
     free = [i for i, e in enumerate(entries)
@@ -73,7 +73,7 @@ def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None) -> Par
     if not free:
         return PartitionSpec(*entries)
     dim = max(free, key=lambda i: shape[i])
-    entries[dim] = "sharding"
+    entries[dim] = axis
     return PartitionSpec(*entries)
 
 
