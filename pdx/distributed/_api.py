@@ -324,7 +324,7 @@ def reshard(dist_tensor, mesh: ProcessMesh, placements):
         if src_mesh is not None and not same_devices and src:
             raise ValueError("reshard: a Partial tensor cannot move to another mesh inside a compiled function; "
                              "reshard it to Replicate on its own mesh first")
-        out = _convert(stored, src, dst, tuple(mesh.shape), target)
+        out = _put(stored, target) if not src and not dst else _convert(stored, src, dst, tuple(mesh.shape), target)
     else:
         if src:  # reduce on the source mesh, then move
             reduced = [Replicate() if p.is_partial() else p for p in src_placements]

@@ -304,7 +304,9 @@ def _pipeline(model, mesh: ProcessMesh, pp_config: dict) -> None:
     if split_spec is None:
         warnings.warn("parallelize: pp_config has no split_spec; pipeline parallel does nothing", stacklevel=3)
         return
-    layers = dict(_named_layers(model))
+    layers: dict = {}
+    for name, layer in _named_layers(model):
+        layers.setdefault(name, layer)  # a LayerStack and its block share a name: the stack comes first
     if isinstance(split_spec, dict):
         raise NotImplementedError("parallelize: pp_config split_spec as a dict of SplitPoints places stages on "
                                   "separate sub-meshes, which one compiled program cannot hold; give the name of a "
