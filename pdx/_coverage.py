@@ -140,10 +140,6 @@ DIFFERENCES: dict[str, str] = {
         "a sparse-tensor method: pdx sparse tensors are jax BCOO/BCSR; use the pdx.sparse function of the same name (pdx.sparse.indices(x))",
     "paddle.Tensor.num_shard":
         "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
-    "paddle.Tensor.placements":
-        "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
-    "paddle.Tensor.process_mesh":
-        "a distributed-tensor attribute: a pdx tensor's placement is its jax sharding (x.sharding); see pdx.parallel",
     "paddle.Tensor.layout":
         "jax arrays have no data-layout tag; layers take data_format= (NCHW/NHWC) as in Paddle",
     "paddle.Tensor.name":

@@ -537,6 +537,25 @@ def _place(self):
     return next(iter(self.devices()))
 
 
+def _dist(name):
+    def attr(self):
+        import pdx.distributed
+
+        return getattr(pdx.distributed, name)(self)
+
+    attr.__name__ = name
+    return attr
+
+
+_placements = _dist("get_placements")
+_placements.__doc__ = ("Paddle's `Tensor.placements`: one Shard/Replicate per mesh dimension, read back from the "
+                       "array's NamedSharding (None for an array on one device or inside a trace).")
+_process_mesh = _dist("get_process_mesh")
+_process_mesh.__doc__ = "Paddle's `Tensor.process_mesh`: the pdx.distributed.ProcessMesh of the array's NamedSharding, or None."
+_is_dist = _dist("is_dist")
+_is_dist.__doc__ = "Paddle's `Tensor.is_dist()`: whether the array has a NamedSharding (pdx.distributed)."
+
+
 def _is_cuda(self):
     """Whether the concrete array lives on a GPU."""
     return not _is_traced(self) and next(iter(self.devices())).platform == "gpu"
@@ -655,7 +674,7 @@ def _specials() -> dict[str, _Special]:
         "apply": _apply, "get_device": _get_device, "split_with_sizes": _split_with_sizes,
         "is_dense": lambda self: True, "is_sparse": lambda self: False,
         "is_sparse_coo": lambda self: False, "is_sparse_csr": lambda self: False,
-        "is_dist": lambda self: False, "is_selected_rows": lambda self: False,
+        "is_dist": _is_dist, "is_selected_rows": lambda self: False,
         "clear_grad": _noop, "clear_gradient": _noop, "retain_grads": _noop,
         "backward": _raise_no_tape("backward"), "gradient": _raise_no_tape("gradient"),
         "register_hook": _raise_no_tape("register_hook"), "set_value": _set_value,
@@ -675,6 +694,8 @@ def _specials() -> dict[str, _Special]:
         "grad_fn": property(lambda self: None, doc="Always None: " + _NO_TAPE),
         "persistable": property(lambda self: False, doc="Always False."),
         "place": property(_place, doc=_place.__doc__),
+        "placements": property(_placements, doc=_placements.__doc__),
+        "process_mesh": property(_process_mesh, doc=_process_mesh.__doc__),
         "is_cuda": property(_is_cuda, doc=_is_cuda.__doc__),
         "grad": property(_grad_property, doc="Raises: " + _NO_TAPE),
         "data": property(lambda self: self, doc="The tensor itself (Paddle's legacy `x.data`)."),
