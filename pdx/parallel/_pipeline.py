@@ -218,7 +218,8 @@ def pipeline(layers, x, *args, num_stages: int, num_microbatches: int, virtual_s
         buf = buf.at[0].set(jnp.where(repeat[0] == 0, fresh, buf[0]))
         weights = [jax.vmap(lambda w, r: w[r], in_axes=(1, 0))(w, jnp.clip(repeat, 0, v - 1))
                    for w in weights_by_chunk]
-        out = jax.vmap(stage)(weights, buf)
+        # spmd_axis_name: a sharding constraint inside a layer keeps the stage dimension on "pp"
+        out = jax.vmap(stage, spmd_axis_name="pp" if mesh is not None else None)(weights, buf)
         done = valid[p - 1] & (repeat[p - 1] == v - 1)
         k = jnp.clip(mb[p - 1], 0, m - 1)
         outs = outs.at[k].set(jnp.where(done, out[p - 1], outs[k]))
