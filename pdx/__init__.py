@@ -94,10 +94,15 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"pdx.{name}")
+    if name == "DataParallel":  # Paddle's top-level name for pdx.distributed.DataParallel
+        from pdx.distributed import DataParallel
+
+        return DataParallel
     raise AttributeError(f"module 'pdx' has no attribute {name!r}")
 
 
 __all__ = [
+    "DataParallel",
     "device_guard",
     "get_device_module",
     "Gradients",

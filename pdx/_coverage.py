@@ -117,7 +117,6 @@ DIFFERENCES: dict[str, str] = {
     "paddle.check_shape": "static-graph shape check of Paddle's legacy program builder; pdx ops check shapes themselves",
     "paddle.enable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
     "paddle.disable_compat": "Paddle's torch-proxy switch; pdx keeps one API (the torch-style names in pdx.nn are plain aliases)",
-    "paddle.DataParallel": "data parallelism is a sharding of the batch over a mesh: pdx.parallel.HybridConfig(dp_degree=...) with pdx.jit; no wrapper layer",
     "paddle.Tensor.block":
         "Paddle's static-graph / C++ tensor internals; a jax.Array has none (its value is the array itself)",
     "paddle.Tensor.create_tensor":

@@ -215,6 +215,7 @@ def local_map(func, out_placements, in_placements=None, process_mesh=None, resha
 
     def wrapped(*args, **kwargs):
         from pdx.distributed._api import get_process_mesh
+        from pdx.distributed._collective import local_axes
 
         tensors = [i for i, a in enumerate(args) if _is_tensor(a)]
         mesh = process_mesh
@@ -246,7 +247,8 @@ def local_map(func, out_placements, in_placements=None, process_mesh=None, resha
             full = list(args)
             for i, v, k in zip(tensors, local_values, leads):
                 full[i] = v.reshape(v.shape[k:]) if k else v
-            result = func(*full, **kwargs)
+            with local_axes(names):  # dist.all_reduce & co. inside func communicate over this mesh
+                result = func(*full, **kwargs)
             returned_tuple[:] = [isinstance(result, (tuple, list))]
             results = list(result) if returned_tuple[0] else [result]
             if len(results) != len(outs):
@@ -254,8 +256,10 @@ def local_map(func, out_placements, in_placements=None, process_mesh=None, resha
                                  f"describes {len(outs)}")
             return tuple(r.reshape((1,) * len(partial_dims(p)) + tuple(r.shape)) for r, p in zip(results, outs))
 
-        local_shapes = [jax.ShapeDtypeStruct(_local_shape(v.shape, s, mesh), v.dtype) for v, s in zip(values, specs)]
-        shapes = jax.eval_shape(local, *local_shapes)
+        # Per-device output shapes, traced under shard_map so collectives inside func see their axes
+        # (out_specs P(): a "replicated" output's global shape is the local one).
+        shapes = jax.eval_shape(jax.shard_map(local, mesh=mesh.jax_mesh, in_specs=tuple(specs),
+                                              out_specs=PartitionSpec(), check_vma=False), *values)
         out_specs = []
         for p, shape in zip(outs, shapes):
             k = len(partial_dims(p))
@@ -268,13 +272,3 @@ def local_map(func, out_placements, in_placements=None, process_mesh=None, resha
         return tuple(results) if returned_tuple[0] else results[0]
 
     return wrapped
-
-
-def _local_shape(shape, spec: PartitionSpec, mesh: ProcessMesh):
-    sizes = dict(zip(mesh.dim_names, mesh.shape))
-    out = list(shape)
-    for d, entry in enumerate(spec):
-        for axis in (entry,) if isinstance(entry, str) else tuple(entry or ()):
-            out[d] //= sizes[axis]
-    return tuple(out)
-

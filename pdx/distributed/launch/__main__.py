@@ -1,0 +1,5 @@
+import sys
+
+from pdx.distributed.launch._main import launch
+
+sys.exit(launch())
