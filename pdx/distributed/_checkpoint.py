@@ -9,6 +9,7 @@ mesh, any device count.
 from __future__ import annotations
 
 import jax
+from flax import nnx
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
@@ -26,7 +27,7 @@ def _arrays(state_dict, fn: str) -> dict:
         raise TypeError(f"dist.{fn}: state_dict must be a mapping name -> tensor; got {type(state_dict).__name__}")
     out = {}
     for name, value in state_dict.items():
-        value = value.get_value() if hasattr(value, "get_value") else value
+        value = value.get_value() if isinstance(value, nnx.Variable) else value
         if not isinstance(value, jax.Array):
             raise TypeError(f"dist.{fn}: state_dict[{name!r}] is a {type(value).__name__}, not a tensor")
         out[name] = value
@@ -56,7 +57,7 @@ def load_state_dict(state_dict, path, process_group=None, coordinator_rank: int 
     with _manager(path, "load_state_dict") as manager:
         restored = manager.restore(None if unique_id is None else int(unique_id), target=target).state
     for name, var in state_dict.items():
-        if hasattr(var, "set_value"):
+        if isinstance(var, nnx.Variable):
             var.set_value(restored[name])
         else:
             state_dict[name] = restored[name]

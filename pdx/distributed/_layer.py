@@ -89,7 +89,7 @@ class ShardDataloader:
     """Iterates a dataloader, placing each batch's tensors split along the batch on `shard_dims`.
 
     Made by `shard_dataloader`. Batches are global (the loader's batch
-    size); each array goes to its mesh with `Shard(0)` on the shard
+    size), or each process's part with `is_dataset_splitted=True`; each array goes to its mesh with `Shard(0)` on the shard
     dimension and `Replicate()` on the others.
     """
 
@@ -112,6 +112,7 @@ class ShardDataloader:
         self._meshes, self._dims = meshes, dims
         self._input_keys = list(input_keys) if input_keys is not None else None
         self._dense = dense_tensor_idx
+        self._splitted = bool(is_dataset_splitted)
         self.batch_size = getattr(dataloader, "batch_size", None)
 
     def __len__(self) -> int:
@@ -131,6 +132,11 @@ class ShardDataloader:
         if not hasattr(value, "shape") or not hasattr(value, "dtype"):
             return value
         mesh, placements = self._placements(i)
+        if self._splitted and jax.process_count() > 1:  # this process's batch is its part of the global one
+            from pdx.distributed._api import _full_sharding
+
+            sharding = _full_sharding(mesh, placements, len(value.shape))
+            return jax.make_array_from_process_local_data(sharding, np.asarray(value))
         return shard_tensor(value, mesh, placements)
 
     def _batch(self, batch):
@@ -166,8 +172,11 @@ def shard_dataloader(dataloader, meshes, input_keys=None, shard_dims=None, is_da
       input_keys: for dict batches, the keys to place (in mesh order).
       shard_dims: the mesh dimension (name or index) the batch is split over
         (per mesh or one for all); None replicates the batch.
-      is_dataset_splitted, dense_tensor_idx: as Paddle (the loader yields
-        global batches; listed items are passed through unplaced).
+      is_dataset_splitted: True when each process's loader yields its own
+        part of the batch (a DistributedBatchSampler): in a multi-process job
+        the parts become one global array (the form a compiled step needs).
+        False: every process yields the whole global batch.
+      dense_tensor_idx: batch items passed through unplaced.
 
     Example:
       >>> import numpy as np, pdx.distributed as dist
