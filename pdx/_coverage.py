@@ -148,6 +148,34 @@ DIFFERENCES: dict[str, str] = {
     "paddle.Tensor.top_p_sampling":
         "a fused GPU decoding kernel; pdx.models.llama.generate does top-p sampling (top_p=)",
     "paddle.linalg.fp8_fp8_half_gemm_fused": "a CUDA-only fused FP8 GEMM kernel; use pdx.matmul on fp8-cast inputs",
+    "paddle.distributed.CountFilterEntry":
+        "parameter-server sparse-table / dataset machinery: pdx has no parameter servers; sparse embeddings are tables sharded over the mesh (pdx.parallel) and data comes from pdx.io",
+    "paddle.distributed.ProbabilityEntry":
+        "parameter-server sparse-table / dataset machinery: pdx has no parameter servers; sparse embeddings are tables sharded over the mesh (pdx.parallel) and data comes from pdx.io",
+    "paddle.distributed.ShowClickEntry":
+        "parameter-server sparse-table / dataset machinery: pdx has no parameter servers; sparse embeddings are tables sharded over the mesh (pdx.parallel) and data comes from pdx.io",
+    "paddle.distributed.InMemoryDataset":
+        "parameter-server sparse-table / dataset machinery: pdx has no parameter servers; sparse embeddings are tables sharded over the mesh (pdx.parallel) and data comes from pdx.io",
+    "paddle.distributed.QueueDataset":
+        "parameter-server sparse-table / dataset machinery: pdx has no parameter servers; sparse embeddings are tables sharded over the mesh (pdx.parallel) and data comes from pdx.io",
+    "paddle.distributed.DistAttr":
+        "the legacy static-graph sharding attribute; placements (dist.Shard / Replicate / Partial) are the one way",
+    "paddle.distributed.create_nccl_config":
+        "NCCL communicator tuning; XLA creates and configures its own communicators",
+    "paddle.distributed.restart_process_group":
+        "NCCL communicator recovery; a jax.distributed job is restarted by its launcher (checkpoints resume it)",
+    "paddle.distributed.ShardedWeight":
+        "Paddle's flex-checkpoint internals: pdx saves and reshards sharded arrays directly (dist.save_state_dict / load_state_dict, pdx.checkpoint)",
+    "paddle.distributed.ShardedStateDict":
+        "Paddle's flex-checkpoint internals: pdx saves and reshards sharded arrays directly (dist.save_state_dict / load_state_dict, pdx.checkpoint)",
+    "paddle.distributed.build_sharded_state_dict":
+        "Paddle's flex-checkpoint internals: pdx saves and reshards sharded arrays directly (dist.save_state_dict / load_state_dict, pdx.checkpoint)",
+    "paddle.distributed.shard_weight":
+        "Paddle's flex-checkpoint internals: pdx saves and reshards sharded arrays directly (dist.save_state_dict / load_state_dict, pdx.checkpoint)",
+    "paddle.distributed.split":
+        "builds parameters inside a function call; use the layers fleet.meta_parallel.ColumnParallelLinear / RowParallelLinear / VocabParallelEmbedding",
+    "paddle.distributed.to_distributed":
+        "automatic layout search; pick the layout with dist.parallelize or fleet's hybrid_configs (pdx.parallel.HybridConfig)",
 }
 
 

@@ -32,6 +32,7 @@ FLOORS = {
     "paddle.amp": 1.0,
     "paddle.vision.transforms": 1.0,
     "paddle.quantization": 1.0,
+    "paddle.distributed": 0.81,
 }
 
 

@@ -70,9 +70,9 @@ from pdx.distributed._collective import (
     shutdown_process_group,
     wait,
 )
-from pdx.distributed._checkpoint import load_state_dict, save_state_dict
+from pdx.distributed._checkpoint import load_merged_state_dict, load_state_dict, save_state_dict
 from pdx.distributed._data_parallel import DataParallel
-from pdx.distributed._layer import ShardDataloader, local_map, shard_dataloader, shard_layer, shard_scaler
+from pdx.distributed._layer import LocalLayer, ShardDataloader, local_map, shard_dataloader, shard_layer, shard_scaler
 from pdx.distributed._mesh import ProcessMesh, get_mesh, set_mesh
 from pdx.distributed._optimizer import ShardingStage1, ShardingStage2, ShardingStage3, shard_optimizer
 from pdx.distributed._parallelize import (
@@ -97,6 +97,7 @@ from pdx.distributed.launch import launch
 __all__ = [
     "ColWiseParallel",
     "DataParallel",
+    "LocalLayer",
     "DistModel",
     "Group",
     "ParallelEnv",
@@ -152,6 +153,7 @@ __all__ = [
     "is_initialized",
     "isend",
     "launch",
+    "load_merged_state_dict",
     "load_state_dict",
     "local_map",
     "new_group",

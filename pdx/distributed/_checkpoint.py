@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 from flax import nnx
 
-__all__ = ["load_state_dict", "save_state_dict"]
+__all__ = ["load_merged_state_dict", "load_state_dict", "save_state_dict"]
 
 
 def _manager(path, fn: str):
@@ -61,3 +61,14 @@ def load_state_dict(state_dict, path, process_group=None, coordinator_rank: int 
             var.set_value(restored[name])
         else:
             state_dict[name] = restored[name]
+
+
+def load_merged_state_dict(path, prefix: str | None = None, unique_id=None, offload: bool = False,
+                           aoa_config=None, safetensors: bool = False) -> dict:
+    """The whole state dict saved under `path` as unsharded arrays (names starting with `prefix` only).
+
+    Example: `full = dist.load_merged_state_dict("ckpt/")`.
+    """
+    with _manager(path, "load_merged_state_dict") as manager:
+        state = manager.restore(None if unique_id is None else int(unique_id)).state
+    return {k: v for k, v in state.items() if prefix is None or k.startswith(prefix)}

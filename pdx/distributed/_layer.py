@@ -13,6 +13,7 @@ from pdx import _placement
 from pdx.distributed import _hooks
 from pdx.distributed._api import PartialArray, default_mesh, get_placements, reshard, shard_tensor
 from pdx.distributed._mesh import ProcessMesh
+from pdx.nn import Layer
 from pdx.distributed._placements import Replicate, Shard, check_placements, partial_dims, placements_to_spec
 
 __all__ = ["ShardDataloader", "local_map", "shard_dataloader", "shard_layer", "shard_scaler"]
@@ -281,3 +282,40 @@ def local_map(func, out_placements, in_placements=None, process_mesh=None, resha
         return tuple(results) if returned_tuple[0] else results[0]
 
     return wrapped
+
+
+class LocalLayer(Layer):
+    """A Layer whose `forward` sees each device's local pieces (Paddle's `dist.LocalLayer`).
+
+    Subclass it and write `forward` on local tensors; calling the layer runs
+    it through `local_map`, and the outputs come back as distributed tensors
+    with `out_dist_attrs` = [(mesh, placements), ...] (a `Partial()` output is
+    each device's own part, a `PartialArray`). Gradients flow back through
+    shard_map, so `grad_dist_attrs` are accepted and follow the inputs.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx.distributed as dist
+      >>> mesh = dist.ProcessMesh([0, 1], dim_names=["x"])
+      >>> class LocalSum(dist.LocalLayer):
+      ...     def forward(self, t):
+      ...         return t.sum(keepdims=True)
+      >>> part = LocalSum([(mesh, [dist.Partial()])], [None])(dist.shard_tensor(jnp.arange(4.0), mesh, [dist.Shard(0)]))
+      >>> float(dist.reshard(part, mesh, [dist.Replicate()])[0])
+      6.0
+    """
+
+    def __init__(self, out_dist_attrs, grad_dist_attrs=None):
+        super().__init__()
+        if not isinstance(out_dist_attrs, (list, tuple)) or not out_dist_attrs or not all(
+                isinstance(a, (list, tuple)) and len(a) == 2 and isinstance(a[0], ProcessMesh) for a in out_dist_attrs):
+            raise TypeError("LocalLayer: out_dist_attrs must be a list of (ProcessMesh, placements) pairs, one per output")
+        self._out_placements = tuple(tuple(p) for _, p in out_dist_attrs)
+        self._out_mesh_ids = (tuple(out_dist_attrs[0][0].process_ids), tuple(out_dist_attrs[0][0].shape),
+                              tuple(out_dist_attrs[0][0].dim_names))
+
+    def __call__(self, *inputs, **kwargs):
+        ids, shape, names = self._out_mesh_ids
+        mesh = ProcessMesh(shape=list(shape), process_ids=list(ids), dim_names=list(names))
+        run = local_map(lambda *a: Layer.__call__(self, *a, **kwargs), [list(p) for p in self._out_placements],
+                        process_mesh=mesh)
+        return run(*inputs)

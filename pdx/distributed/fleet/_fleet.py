@@ -281,9 +281,9 @@ def init(role_maker=None, is_collective: bool = False, strategy: DistributedStra
     Example:
       >>> from pdx.distributed import fleet
       >>> s = fleet.DistributedStrategy()
-      >>> s.hybrid_configs = {"dp_degree": 1}
+      >>> s.hybrid_configs = {"mp_degree": 1}          # dp_degree -1: every device
       >>> _ = fleet.init(is_collective=True, strategy=s)
-      >>> fleet.get_hybrid_communicate_group().get_data_parallel_world_size()
+      >>> fleet.get_hybrid_communicate_group().get_model_parallel_world_size()
       1
     """
     from pdx.distributed._collective import init_parallel_env
