@@ -9,10 +9,12 @@
     collectives, collective_summary   collectives in a compiled step's HLO
     run_layers, pipeline, bubble_fraction   layer stacks: loop, scan or GPipe/interleaved pipeline
     init                join the multi-process job (`pdx launch`, SLURM, Kubernetes)
+    configure_launch    the `pdx launch` arguments on an argparse parser (for other launcher spellings)
 """
 
 from pdx.parallel._config import HybridConfig, default_rules
 from pdx.parallel._hlo import Collective, collective_summary, collectives
+from pdx.parallel._launch import configure as configure_launch
 from pdx.parallel._launch import init
 from pdx.parallel._pipeline import bubble_fraction, pipeline, run_layers
 from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
@@ -23,6 +25,7 @@ __all__ = [
     "bubble_fraction",
     "collective_summary",
     "collectives",
+    "configure_launch",
     "constrain",
     "default_rules",
     "init",

@@ -122,6 +122,15 @@ def test_collectives_inside_local_map_equal_numpy():
                                rows.sum(0)[None] + 100 * 28 + 8 * np.arange(8)[:, None])
     np.testing.assert_allclose(run(lambda v: dist.scatter(v, sent(v), src=3)), rows[3][None] + 300 + np.arange(8)[:, None])
 
+    # LocalLayer: forward on local pieces, Partial outputs reduce to the global sum
+    class LocalSum(dist.LocalLayer):
+        def forward(self, a):
+            return dist.all_reduce(a.sum(keepdims=True).reshape([1]), op=dist.ReduceOp.MAX) * 0 + a.sum()
+
+    part = LocalSum([(mesh, [dist.Partial(), dist.Partial()])], [None])(t)
+    assert isinstance(part, dist.PartialArray)
+    np.testing.assert_allclose(float(dist.reshard(part, mesh, [dist.Replicate(), dist.Replicate()])[0]), x.sum())
+
     # an explicit group over one mesh axis: sums the two dp rows, per mp column
     dp = dist.new_group(axis_name="dp")
     by_dp = x.sum(0)  # (4, 3)

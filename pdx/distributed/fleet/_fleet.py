@@ -25,8 +25,7 @@ import jax
 import numpy as np
 
 from pdx.nn import Layer, axes
-from pdx.parallel import HybridConfig, constrain, shard
-from pdx.parallel import _shard as _shard_mod
+from pdx.parallel import HybridConfig, constrain, shard, use_mesh
 
 __all__ = [
     "CommunicateTopology", "DistributedStrategy", "HybridCommunicateGroup", "ParallelMode", "barrier_worker",
@@ -258,11 +257,11 @@ class _Fleet:
         self.config = None
         self.mesh = None
         self.hcg = None
-        self._entry = None
+        self._scope = None
 
     def release(self) -> None:
-        if self._entry is not None and self._entry in _shard_mod._MESH_STACK:
-            _shard_mod._MESH_STACK.remove(self._entry)
+        if self._scope is not None:
+            self._scope.__exit__(None, None, None)
         self.__init__()
 
 
@@ -297,8 +296,8 @@ def init(role_maker=None, is_collective: bool = False, strategy: DistributedStra
     _FLEET.release()
     _FLEET.strategy, _FLEET.config, _FLEET.mesh = strategy, config, config.mesh()
     _FLEET.hcg = HybridCommunicateGroup(config, _FLEET.mesh)
-    _FLEET._entry = (_FLEET.mesh, config)
-    _shard_mod._MESH_STACK.append(_FLEET._entry)
+    _FLEET._scope = use_mesh(config, _FLEET.mesh)
+    _FLEET._scope.__enter__()  # active until dist.destroy_process_group()
     return _FLEET
 
 

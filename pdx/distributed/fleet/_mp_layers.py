@@ -16,9 +16,7 @@ import contextlib
 import jax
 import jax.numpy as jnp
 
-import pdx.nn.functional as F
 from pdx.nn import Embedding, Layer, Linear, axes
-from pdx.nn._common import value_of
 from pdx.parallel import constrain
 
 __all__ = ["ColumnParallelLinear", "ParallelCrossEntropy", "RNGStatesTracker", "RowParallelLinear",
@@ -62,7 +60,7 @@ class ColumnParallelLinear(Linear):
         self.gather_output = bool(gather_output)
 
     def forward(self, x):
-        y = F.linear(x, value_of(self.weight), value_of(self.bias))
+        y = super().forward(x)
         return constrain(y, _activation_names(y.ndim, None if self.gather_output else axes.MLP))
 
 
@@ -89,8 +87,7 @@ class RowParallelLinear(Linear):
         self.input_is_parallel = bool(input_is_parallel)
 
     def forward(self, x):
-        x = constrain(x, _activation_names(x.ndim, axes.MLP))
-        y = F.linear(x, value_of(self.weight), value_of(self.bias))
+        y = super().forward(constrain(x, _activation_names(x.ndim, axes.MLP)))
         return constrain(y, _activation_names(y.ndim, None))
 
 

@@ -18,10 +18,10 @@ __all__ = ["launch"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pdx.parallel._launch import configure
+    from pdx.parallel import configure_launch
 
     parser = argparse.ArgumentParser(prog="python -m pdx.distributed.launch")
-    configure(parser)
+    configure_launch(parser)
     parser.add_argument("--rank", dest="node_rank", type=int, help="this node's rank (Paddle's name for --node_rank)")
     for flag in ("--devices", "--gpus", "--xpus"):
         parser.add_argument(flag, dest="devices", default=None,
