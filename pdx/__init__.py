@@ -86,7 +86,7 @@ from pdx.ops import *  # noqa: F401,F403  (Paddle puts its tensor ops at top lev
 
 __version__ = version.full_version
 
-_ON_FIRST_USE = ("distributed", "export", "kernels", "models", "quantization", "vision")
+_ON_FIRST_USE = ("distributed", "export", "kernels", "models", "quantization", "text", "vision")
 
 
 def __getattr__(name: str):

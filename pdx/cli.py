@@ -33,6 +33,7 @@ _COMMANDS = {
     "export": ("pdx.export._cli", "export a model to a StableHLO artifact"),
     "serve": ("pdx.export._serve_cli", "serve an exported artifact over HTTP"),
     "launch": ("pdx.parallel._launch", "start N processes of a script on jax.distributed"),
+    "text": ("pdx.text._cli", "train a BPE tokenizer, tokenize a corpus into a memory-mapped token file"),
     "coverage": ("pdx._coverage", "which names of the installed paddle's API pdx has (implemented/alias/different/missing)"),
 }
 

@@ -11,7 +11,8 @@ PACKAGES = ["pdx", "pdx.checkpoint", "pdx.nn", "pdx.nn.functional", "pdx.nn.init
             "pdx.geometric", "pdx.autograd",
             "pdx.device", "pdx.device.cuda", "pdx.utils", "pdx.utils.unique_name", "pdx.utils.dlpack", "pdx.version",
             "pdx.sparse", "pdx.sparse.nn", "pdx.sparse.nn.functional", "pdx.distribution", "pdx.linalg", "pdx.fft", "pdx.signal", "pdx.special", "pdx.audio", "pdx.audio.functional", "pdx.audio.features",
-            "pdx.quantization", "pdx.quantization.observers", "pdx.quantization.quanters"]
+            "pdx.quantization", "pdx.quantization.observers", "pdx.quantization.quanters",
+            "pdx.distributed", "pdx.distributed.fleet", "pdx.distributed.fleet.meta_parallel", "pdx.text"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -326,16 +326,19 @@ world_size = worker_num
 
 
 def local_rank() -> int:
+    """This process's index on its node (the launcher's local rank)."""
     from pdx.distributed._collective import ParallelEnv
 
     return ParallelEnv().local_rank
 
 
 def is_first_worker() -> bool:
+    """Whether this process is rank 0."""
     return jax.process_index() == 0
 
 
 def barrier_worker() -> None:
+    """Wait until every process of the job reaches this call."""
     from pdx.distributed._collective import barrier
 
     barrier()

@@ -1,0 +1,32 @@
+"""pdx.text: tokenizers, chat templates and the corpus -> packed-rows data pipeline for language models.
+
+    Tokenizer          Hugging Face tokenizers (tokenizer.json) or sentencepiece (.model); from_pretrained /
+                       save_pretrained in the Hugging Face layout; apply_chat_template, encode_chat
+    train_bpe          byte-level BPE trained on texts or files (`pdx text train-bpe`)
+    read_documents, bundled_corpus, tokenize_corpus (worker processes), TokenFile (memory-mapped)
+    pack_documents, PackedDataset, lm_targets    rows of seq_len tokens with segment ids per document
+"""
+
+from pdx.text._data import (
+    PackedDataset,
+    TokenFile,
+    bundled_corpus,
+    lm_targets,
+    pack_documents,
+    read_documents,
+    tokenize_corpus,
+)
+from pdx.text._tokenizer import Tokenizer, TokenizerError, train_bpe
+
+__all__ = [
+    "PackedDataset",
+    "TokenFile",
+    "Tokenizer",
+    "TokenizerError",
+    "bundled_corpus",
+    "lm_targets",
+    "pack_documents",
+    "read_documents",
+    "tokenize_corpus",
+    "train_bpe",
+]
