@@ -1,14 +1,15 @@
 """pdx.models.llama: a LLaMA-style decoder, its presets, generation and Hugging Face weight import.
 
-    LlamaConfig, PRESETS            hyperparameters ("tiny", "125m", "1b", "7b")
+    LlamaConfig, PRESETS            hyperparameters ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny")
     LlamaForCausalLM, LlamaModel    the network (state-dict names as Hugging Face's)
     generate                        greedy / top-k / top-p decoding with a KV cache
-    hf_to_pdx, load_hf_safetensors  import Hugging Face LLaMA weights
+    hf_to_pdx, load_hf_safetensors, config_from_hf    import Hugging Face LLaMA / Qwen2 / Mistral weights
+    pdx_to_hf, save_hf_pretrained, hf_config          export them (transformers loads the directory)
 """
 
 from pdx.models.llama._config import PRESETS, LlamaConfig
 from pdx.models.llama._generation import generate
-from pdx.models.llama._hf import hf_to_pdx, load_hf_safetensors
+from pdx.models.llama._hf import config_from_hf, hf_config, hf_to_pdx, load_hf_safetensors, pdx_to_hf, save_hf_pretrained
 from pdx.models.llama._model import (
     LlamaAttention,
     LlamaDecoderLayer,
@@ -28,8 +29,12 @@ __all__ = [
     "LlamaMLP",
     "LlamaModel",
     "apply_rope",
+    "config_from_hf",
     "generate",
+    "hf_config",
     "hf_to_pdx",
     "load_hf_safetensors",
+    "pdx_to_hf",
     "rope_tables",
+    "save_hf_pretrained",
 ]

@@ -19,7 +19,12 @@ _FIELD_HELP = {
                    "(layers, ...)) and run them with one lax.scan (compile time independent of depth)",
     "recompute": "activation recompute policy per layer: None, 'full', 'dots', 'dots_with_no_batch_dims'",
     "attention_impl": "kernel dispatch for attention: 'auto', 'pallas', 'xla', 'cudnn'",
+    "attention_bias": "biases on the q/k/v projections (Qwen2)",
+    "sliding_window": "each token attends to at most this many latest tokens (Mistral); None = all",
+    "model_type": "the Hugging Face architecture written on export: 'llama', 'qwen2' or 'mistral'",
 }
+
+MODEL_TYPES = ("llama", "qwen2", "mistral")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +50,15 @@ class LlamaConfig:
     scan_layers: bool = False
     recompute: str | None = None
     attention_impl: str = "auto"
+    attention_bias: bool = False
+    sliding_window: int | None = None
+    model_type: str = "llama"
 
     def __post_init__(self):
+        if self.model_type not in MODEL_TYPES:
+            raise ValueError(f"LlamaConfig: model_type must be one of {MODEL_TYPES}; got {self.model_type!r}")
+        if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
+            raise ValueError(f"LlamaConfig: sliding_window must be a positive int or None; got {self.sliding_window!r}")
         if self.num_key_value_heads is None:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
         if self.hidden_size % self.num_attention_heads:
@@ -64,7 +76,7 @@ class LlamaConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "LlamaConfig":
-        """A preset ("tiny", "125m", "1b", "7b") with some fields overridden."""
+        """A preset ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny") with some fields overridden."""
         if name not in PRESETS:
             raise ValueError(f"LlamaConfig.from_preset: unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
@@ -81,11 +93,12 @@ class LlamaConfig:
         """Parameter count (embedding and head counted once when tied)."""
         h, i, l, v = self.hidden_size, self.intermediate_size, self.num_hidden_layers, self.vocab_size
         kv = self.num_key_value_heads * self.head_dim
-        per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h
+        per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h + (h + 2 * kv if self.attention_bias else 0)
         return v * h * (1 if self.tie_word_embeddings else 2) + l * per_layer + h
 
 
-# Presets override the defaults only. 1b follows TinyLlama-1.1B, 7b LLaMA-2-7B.
+# Presets override the defaults only. 1b follows TinyLlama-1.1B, 7b LLaMA-2-7B; the qwen2 and mistral
+# presets are the tiny shape with those families' differences (q/k/v biases, a sliding window).
 PRESETS = {
     "tiny": dict(vocab_size=256, hidden_size=64, intermediate_size=176, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256),
@@ -96,3 +109,5 @@ PRESETS = {
     "7b": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
                num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096),
 }
+PRESETS["qwen2-tiny"] = dict(PRESETS["tiny"], attention_bias=True, rope_theta=1000000.0, model_type="qwen2")
+PRESETS["mistral-tiny"] = dict(PRESETS["tiny"], sliding_window=16, model_type="mistral")

@@ -1,4 +1,4 @@
-"""Import Hugging Face LLaMA weights (safetensors) into LlamaForCausalLM."""
+"""Hugging Face LLaMA / Qwen2 / Mistral weights and configs: import into and export from LlamaForCausalLM."""
 
 from __future__ import annotations
 
@@ -101,3 +101,95 @@ def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | Non
                          f"unexpected {unexpected[:8]}; check the config (layers, tie_word_embeddings) or pass "
                          "name_map= / strict=False")
     return missing, unexpected
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+_ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "mistral": "MistralForCausalLM"}
+
+
+def pdx_to_hf(state: Mapping) -> dict:
+    """pdx LlamaForCausalLM state dict -> Hugging Face names and layouts (numpy; stacked layers split).
+
+    Example: `safetensors.numpy.save_file(pdx_to_hf(model.state_dict()), "model.safetensors")`.
+    """
+    out = {}
+    for name, value in state.items():
+        array = np.asarray(value)
+        parts = name.split(".")
+        stacked = name.startswith("model.layers.") and not parts[2].isdigit()
+        linear = len(parts) >= 2 and parts[-1] == "weight" and parts[-2] in _LINEARS
+        if stacked:
+            tail = ".".join(parts[2:])
+            for i, layer in enumerate(array):
+                out[f"model.layers.{i}.{tail}"] = np.ascontiguousarray(layer.T if linear else layer)
+        else:
+            out[name] = np.ascontiguousarray(array.T if linear else array)
+    return out
+
+
+def hf_config(config) -> dict:
+    """The config.json transformers reads for this LlamaConfig (LLaMA, Qwen2 or Mistral architecture)."""
+    c = config
+    out = {"architectures": [_ARCHITECTURES[c.model_type]], "model_type": c.model_type,
+           "vocab_size": c.vocab_size, "hidden_size": c.hidden_size, "intermediate_size": c.intermediate_size,
+           "num_hidden_layers": c.num_hidden_layers, "num_attention_heads": c.num_attention_heads,
+           "num_key_value_heads": c.num_key_value_heads, "max_position_embeddings": c.max_position_embeddings,
+           "rms_norm_eps": c.rms_norm_eps, "rope_theta": c.rope_theta, "tie_word_embeddings": c.tie_word_embeddings,
+           "hidden_act": "silu", "torch_dtype": "float32", "head_dim": c.head_dim}
+    if c.model_type == "llama":
+        out.update(attention_bias=c.attention_bias, mlp_bias=False)
+    if c.model_type == "qwen2":
+        if not c.attention_bias:
+            raise ValueError("hf_config: transformers' Qwen2 always has q/k/v biases; set attention_bias=True "
+                             "or model_type='llama'")
+        out.update(use_sliding_window=c.sliding_window is not None, sliding_window=c.sliding_window,
+                   max_window_layers=c.num_hidden_layers)
+    if c.model_type == "mistral":
+        if c.attention_bias:
+            raise ValueError("hf_config: transformers' Mistral has no q/k/v biases; set attention_bias=False")
+        out["sliding_window"] = c.sliding_window
+    elif c.model_type == "llama" and c.sliding_window is not None:
+        raise ValueError("hf_config: transformers' LLaMA has no sliding window; use model_type='mistral'")
+    return out
+
+
+def config_from_hf(hf: Mapping, **overrides):
+    """A LlamaConfig from a Hugging Face config.json dict (LLaMA, Qwen2 or Mistral)."""
+    from pdx.models.llama._config import LlamaConfig
+
+    model_type = hf.get("model_type", "llama")
+    if model_type not in _ARCHITECTURES:
+        raise ValueError(f"config_from_hf: model_type {model_type!r} is not one of {sorted(_ARCHITECTURES)}")
+    window = hf.get("sliding_window") if (model_type == "mistral" or hf.get("use_sliding_window")) else None
+    fields = dict(vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"], intermediate_size=hf["intermediate_size"],
+                  num_hidden_layers=hf["num_hidden_layers"], num_attention_heads=hf["num_attention_heads"],
+                  num_key_value_heads=hf.get("num_key_value_heads"),
+                  max_position_embeddings=hf.get("max_position_embeddings", 2048),
+                  rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=hf.get("rope_theta", 10000.0),
+                  tie_word_embeddings=hf.get("tie_word_embeddings", False),
+                  attention_bias=True if model_type == "qwen2" else bool(hf.get("attention_bias", False)),
+                  sliding_window=window, model_type=model_type)
+    return LlamaConfig(**{**fields, **overrides})
+
+
+def save_hf_pretrained(model, directory: str, tokenizer=None) -> None:
+    """Write `model` as a Hugging Face directory: model.safetensors, config.json (and the tokenizer's files).
+
+    transformers' `AutoModelForCausalLM.from_pretrained(directory)` loads it
+    with the same logits (LLaMA, Qwen2 or Mistral architecture by
+    `config.model_type`).
+
+    Example: `save_hf_pretrained(model, "out/hf", tokenizer=pdx.text.Tokenizer.from_pretrained("tok"))`.
+    """
+    import json
+
+    from safetensors.numpy import save_file
+
+    config = hf_config(model.config)
+    os.makedirs(directory, exist_ok=True)
+    save_file(pdx_to_hf(model.state_dict()), os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(directory)

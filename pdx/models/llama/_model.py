@@ -19,9 +19,15 @@ from pdx.parallel import run_layers
 from pdx.nn.initializer import Normal
 
 
-def _linear(n_in, n_out, names, rngs):
-    return Linear(n_in, n_out, weight_attr=ParamAttr(initializer=Normal(0.0, 0.02)), bias_attr=False,
+def _linear(n_in, n_out, names, rngs, bias: bool = False):
+    return Linear(n_in, n_out, weight_attr=ParamAttr(initializer=Normal(0.0, 0.02)), bias_attr=None if bias else False,
                   axis_names=names, rngs=rngs)
+
+
+def window_bias(q_positions, k_positions, window: int):
+    """Additive logit bias (1, 1, Sq, Sk): 0 where 0 <= q - k < window, a large negative number elsewhere."""
+    gap = q_positions[:, None] - k_positions[None, :]
+    return jnp.where((gap >= 0) & (gap < window), 0.0, -1e30).astype(jnp.float32)[None, None]
 
 
 def rope_tables(positions, head_dim: int, theta: float):
@@ -46,9 +52,10 @@ class LlamaAttention(Layer):
         super().__init__()
         h, d = config.hidden_size, config.head_dim
         self.config = config
-        self.q_proj = _linear(h, config.num_attention_heads * d, (axes.EMBED, axes.HEADS), rngs)
-        self.k_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs)
-        self.v_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs)
+        bias = config.attention_bias
+        self.q_proj = _linear(h, config.num_attention_heads * d, (axes.EMBED, axes.HEADS), rngs, bias)
+        self.k_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs, bias)
+        self.v_proj = _linear(h, config.num_key_value_heads * d, (axes.EMBED, axes.KV_HEADS), rngs, bias)
         self.o_proj = _linear(config.num_attention_heads * d, h, (axes.HEADS, axes.EMBED), rngs)
 
     def _qkv(self, x, cos, sin):
@@ -59,9 +66,15 @@ class LlamaAttention(Layer):
         v = self.v_proj(x).reshape(b, s, c.num_key_value_heads, c.head_dim)
         return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
 
-    def forward(self, x, cos, sin):  # x: (B, S, hidden)
+    def forward(self, x, cos, sin, segment_ids=None):  # x: (B, S, hidden); segment_ids: (B, S) packed documents
         q, k, v = self._qkv(x, cos, sin)
-        out = kernels.flash_attention(q, k, v, causal=True, impl=self.config.attention_impl)
+        window = self.config.sliding_window
+        bias = None
+        if window is not None and window < x.shape[1]:
+            pos = jnp.arange(x.shape[1])
+            bias = window_bias(pos, pos, window)
+        out = kernels.flash_attention(q, k, v, causal=True, segment_ids=segment_ids, bias=bias,
+                                      impl=self.config.attention_impl)
         return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1))
 
     def decode(self, x, cos, sin, cache, index):
@@ -70,7 +83,10 @@ class LlamaAttention(Layer):
         k_cache = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), index, axis=1)
         v_cache = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), index, axis=1)
         q_pos = index + jnp.arange(x.shape[1])
-        visible = jnp.arange(k_cache.shape[1])[None, :] <= q_pos[:, None]      # (S, L)
+        gap = q_pos[:, None] - jnp.arange(k_cache.shape[1])[None, :]             # (S, L)
+        visible = gap >= 0
+        if self.config.sliding_window is not None:
+            visible = visible & (gap < self.config.sliding_window)
         out = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible, training=False)
         return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1)), (k_cache, v_cache)
 
@@ -99,8 +115,8 @@ class LlamaDecoderLayer(Layer):
         self.input_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
 
-    def forward(self, x, cos, sin):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+    def forward(self, x, cos, sin, segment_ids=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, segment_ids)
         return x + self.mlp(self.post_attention_layernorm(x))
 
     def decode(self, x, cos, sin, cache, index):
@@ -126,13 +142,16 @@ class LlamaModel(Layer):
         self.layers = LayerStack(layers) if config.scan_layers else LayerList(layers)
         self.norm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
 
-    def forward(self, input_ids, positions=None):
+    def forward(self, input_ids, positions=None, segment_ids=None):
+        """Hidden states of `input_ids` (B, S). Packed rows pass `segment_ids` (B, S) (a token attends
+        only to its own document) and `positions` (B, S) restarting at 0 in each document."""
         c = self.config
         if positions is None:
             positions = jnp.arange(input_ids.shape[-1])[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
-        x = run_layers(self.layers, x, cos, sin, scan=c.scan_layers, policy=c.recompute)
+        extra = () if segment_ids is None else (segment_ids,)
+        x = run_layers(self.layers, x, cos, sin, *extra, scan=c.scan_layers, policy=c.recompute)
         return self.norm(x)
 
     def decode(self, input_ids, cache, index):
@@ -182,10 +201,11 @@ class LlamaForCausalLM(Layer):
             return hidden @ self.model.embed_tokens.weight[...].T
         return self.lm_head(hidden)
 
-    def forward(self, input_ids, positions=None):
-        return self.head(self.model(input_ids, positions))
+    def forward(self, input_ids, positions=None, segment_ids=None):
+        return self.head(self.model(input_ids, positions, segment_ids))
 
-    def loss(self, input_ids, labels, *, chunk_size: int | None = 8192, ignore_index: int = -100):
+    def loss(self, input_ids, labels, *, chunk_size: int | None = 8192, ignore_index: int = -100, positions=None,
+             segment_ids=None):
         """Next-token cross-entropy of `labels` (B, S) given `input_ids` (B, S), averaged
         over the tokens whose label is not `ignore_index` (the language-model
         convention; Paddle's `F.cross_entropy` mean divides by all tokens).
@@ -194,7 +214,8 @@ class LlamaForCausalLM(Layer):
         chunks (`pdx.kernels.linear_softmax_cross_entropy`): the (B*S, vocab)
         logits are never built, which is most of the activation memory at a
         128k vocabulary. `chunk_size=None` computes the logits and
-        `F.cross_entropy`.
+        `F.cross_entropy`. Packed rows pass `positions` and `segment_ids`
+        (see `pdx.text.PackedDataset`; its labels are -100 across documents).
 
         Example:
           >>> import jax.numpy as jnp, pdx
@@ -203,7 +224,7 @@ class LlamaForCausalLM(Layer):
           >>> float(LlamaForCausalLM("tiny").loss(ids, ids, chunk_size=64)) > 0
           True
         """
-        hidden = self.model(input_ids)
+        hidden = self.model(input_ids, positions, segment_ids)
         labels = labels.reshape(-1)
         if chunk_size is None:
             logits = self.head(hidden).astype(jnp.float32)
