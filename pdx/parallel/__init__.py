@@ -4,6 +4,7 @@
     default_rules       logical axis name -> mesh axis
     shard               place a Layer / optimizer by logical names and ZeRO stage
     constrain, use_mesh constrain activations by logical names inside a step
+    context_attention   attention with the sequence split over "sep" (ring or all-gather)
     named_sharding      the NamedSharding for an input batch
     logical_to_spec, zero_spec   the rules as functions
     collectives, collective_summary   collectives in a compiled step's HLO
@@ -13,6 +14,7 @@
 """
 
 from pdx.parallel._config import HybridConfig, default_rules
+from pdx.parallel._context import context_attention, context_parallel_active
 from pdx.parallel._hlo import Collective, collective_summary, collectives
 from pdx.parallel._launch import configure as configure_launch
 from pdx.parallel._launch import init
@@ -27,6 +29,8 @@ __all__ = [
     "collectives",
     "configure_launch",
     "constrain",
+    "context_attention",
+    "context_parallel_active",
     "default_rules",
     "init",
     "logical_to_spec",

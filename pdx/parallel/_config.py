@@ -14,6 +14,8 @@ from pdx.nn import axes
 
 # Paddle's fleet order: outermost (slowest, across nodes) to innermost (fastest, within a node).
 _DEFAULT_ORDER = ("dp", "pp", "sharding", "sep", "mp")
+# Attention under context parallelism (sep_degree > 1): see pdx.parallel.context_attention.
+CONTEXT_PARALLEL_IMPLS = ("ring", "allgather")
 _DEGREE_OF_AXIS = {"dp": "dp_degree", "pp": "pp_degree", "sharding": "sharding_degree",
                    "sep": "sep_degree", "mp": "mp_degree"}
 
@@ -75,6 +77,9 @@ class HybridConfig:
         `pp_configs.accumulate_steps`); the batch is split into this many.
       virtual_pp_degree: layer chunks per pipeline stage; > 1 runs the
         interleaved (circular) schedule, which shrinks the bubble.
+      context_parallel: attention when sep_degree > 1: "ring" (K/V blocks
+        passed round the sep ring, causal work load-balanced) or "allgather"
+        (each device gathers the whole K/V); see `context_attention`.
 
     Example:
       >>> import pdx
@@ -93,6 +98,7 @@ class HybridConfig:
     rules: Mapping[str, object] | None = None
     accumulate_steps: int = 1
     virtual_pp_degree: int = 1
+    context_parallel: str = "ring"
 
     def __post_init__(self):
         for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree", "accumulate_steps", "virtual_pp_degree"):
@@ -103,6 +109,9 @@ class HybridConfig:
             raise ValueError(f"HybridConfig: dp_degree must be a positive int or -1 (the devices left over); got {self.dp_degree!r}")
         if self.sharding_stage not in (1, 2, 3):
             raise ValueError(f"HybridConfig: sharding_stage must be 1, 2 or 3; got {self.sharding_stage!r}")
+        if self.context_parallel not in CONTEXT_PARALLEL_IMPLS:
+            raise ValueError(f"HybridConfig: context_parallel must be one of {CONTEXT_PARALLEL_IMPLS}; "
+                             f"got {self.context_parallel!r}")
         order = tuple(self.order)
         if sorted(order) != sorted(_DEFAULT_ORDER):
             raise ValueError(f"HybridConfig: order must be a permutation of {list(_DEFAULT_ORDER)}; got {list(order)}")
