@@ -11,7 +11,10 @@ Training runs on one `pdx.TrainState` (parameters, AdamW state, step, ...):
 its leaves are placed on the HybridConfig's mesh once (`pdx.train.state_shardings`
 from the parameters' logical axis names), and the step is a pure
 `pdx.train.make_step` compiled with those shardings in and out, the state
-donated. The learning rate is the scheduler's pure schedule of the state's
+donated. Each batch of (B, seq_len + 1) token windows is split on the host into inputs and
+labels and placed as ("batch", "seq"): with `--sep` the sequence is split too, the model keeps
+its activations split between blocks and attends with `pdx.parallel.context_attention`
+(`--context_parallel ring|allgather`). The learning rate is the scheduler's pure schedule of the state's
 step count, evaluated inside the step.
 
 Logs loss, tokens/s and MFU every `log_every` steps (JSON lines to `log_file`
@@ -65,7 +68,8 @@ class PretrainConfig:
     sharding_stage: int = dataclasses.field(default=1, metadata={"help": "ZeRO stage 1, 2 or 3"})
     mp: int = dataclasses.field(default=1, metadata={"help": "tensor-parallel degree"})
     pp: int = dataclasses.field(default=1, metadata={"help": "pipeline stages"})
-    sep: int = dataclasses.field(default=1, metadata={"help": "sequence-parallel degree"})
+    sep: int = dataclasses.field(default=1, metadata={"help": "sequence (context) parallel degree"})
+    context_parallel: str = dataclasses.field(default="ring", metadata={"help": "attention with --sep > 1: ring or allgather"})
     accumulate_steps: int = dataclasses.field(default=1, metadata={"help": "pipeline microbatches"})
     virtual_pp: int = dataclasses.field(default=1, metadata={"help": "virtual pipeline stages (interleaved schedule)"})
     log_every: int = dataclasses.field(default=10, metadata={"help": "steps between log lines"})
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"preset {config.preset!r} has vocab_size {model_cfg.vocab_size} < 256 byte tokens")
     hybrid = pdx.parallel.HybridConfig(dp_degree=config.dp, sharding_degree=config.sharding,
                                        sharding_stage=config.sharding_stage, mp_degree=config.mp,
-                                       pp_degree=config.pp, sep_degree=config.sep,
+                                       pp_degree=config.pp, sep_degree=config.sep, context_parallel=config.context_parallel,
                                        accumulate_steps=config.accumulate_steps, virtual_pp_degree=config.virtual_pp)
     mesh = hybrid.mesh()
 
@@ -174,7 +178,8 @@ def main(argv=None) -> int:
     chunk = config.ce_chunk or None
 
     def lm_loss(model, batch):
-        return model.loss(batch[:, :-1], batch[:, 1:], chunk_size=chunk)
+        inputs, labels = batch
+        return model.loss(inputs, labels, chunk_size=chunk)
 
     update = pdx.train.make_step(lm_loss)
 
@@ -184,14 +189,18 @@ def main(argv=None) -> int:
     tokens = load_tokens(config.data)
     split = int(len(tokens) * 0.95)
     train_tokens, val_tokens = tokens[:split], tokens[split:]
-    batch_sharding = pdx.parallel.named_sharding(("batch", None), (config.batch_size, config.seq_len + 1), hybrid, mesh)
+    # A (B, seq_len + 1) window becomes inputs and labels, (B, seq_len) each, split on the host so both
+    # are placed as ("batch", "seq"): rows over dp/sharding, the sequence over sep (seq_len + 1 would not divide).
+    token_sharding = pdx.parallel.named_sharding(("batch", "seq"), (config.batch_size, config.seq_len), hybrid, mesh)
+    batch_sharding = (token_sharding, token_sharding)
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     train_step = pdx.train.jit_step(step_fn, shardings, batch=batch_sharding, metrics=replicated)
     eval_loss = jax.jit(lambda state, batch: lm_loss(state.merge(training=False), batch),
                         in_shardings=(shardings, batch_sharding), out_shardings=replicated)
 
-    def place(host):
-        return jax.make_array_from_callback(host.shape, batch_sharding, lambda idx: host[idx])
+    def place(window):
+        return tuple(jax.make_array_from_callback(host.shape, token_sharding, lambda idx, host=host: host[idx])
+                     for host in (np.ascontiguousarray(window[:, :-1]), np.ascontiguousarray(window[:, 1:])))
 
     start = 0
     manager = None

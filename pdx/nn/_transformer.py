@@ -55,6 +55,13 @@ def _check_input(layer: str, name: str, x, width: int):
     return x
 
 
+def _constrain_activation(x):
+    """Shard a (batch, seq, embed) activation by logical names under `pdx.parallel.use_mesh` (else a no-op)."""
+    from pdx.parallel import constrain  # pdx.parallel builds on pdx.nn
+
+    return constrain(x, (axes.BATCH, axes.SEQ, axes.EMBED)) if x.ndim == 3 else x
+
+
 class MultiHeadAttention(Layer):
     """Multi-head scaled dot-product attention (Paddle's `nn.MultiHeadAttention`).
 
@@ -254,6 +261,7 @@ class TransformerEncoderLayer(Layer):
     def forward(self, src, src_mask=None, cache=None):
         src = as_array(src, name="src", op="nn.TransformerEncoderLayer")
         src_mask = _convert_attention_mask(src_mask, src.dtype)
+        src = _constrain_activation(src)
         residual = src
         if self.normalize_before:
             src = self.norm1(src)
@@ -271,6 +279,7 @@ class TransformerEncoderLayer(Layer):
         src = residual + self.dropout2(src)
         if not self.normalize_before:
             src = self.norm2(src)
+        src = _constrain_activation(src)
         return src if cache is None else (src, incremental_cache)
 
     def gen_cache(self, src):
@@ -400,6 +409,7 @@ class TransformerDecoderLayer(Layer):
         memory = as_array(memory, name="memory", op="nn.TransformerDecoderLayer")
         tgt_mask = _convert_attention_mask(tgt_mask, tgt.dtype)
         memory_mask = _convert_attention_mask(memory_mask, memory.dtype)
+        tgt = _constrain_activation(tgt)
         residual = tgt
         if self.normalize_before:
             tgt = self.norm1(tgt)
@@ -427,6 +437,7 @@ class TransformerDecoderLayer(Layer):
         tgt = residual + self.dropout3(tgt)
         if not self.normalize_before:
             tgt = self.norm3(tgt)
+        tgt = _constrain_activation(tgt)
         return tgt if cache is None else (tgt, (incremental_cache, static_cache))
 
     def gen_cache(self, memory):

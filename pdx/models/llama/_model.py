@@ -8,6 +8,8 @@ dimension (`model.layers.self_attn.q_proj.weight`, shape (num_layers, in, out)).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -15,8 +17,12 @@ import pdx.nn.functional as F
 from pdx import kernels
 from pdx.models.llama._config import LlamaConfig
 from pdx.nn import Embedding, Layer, LayerList, LayerStack, Linear, ParamAttr, RMSNorm, axes
-from pdx.parallel import run_layers
+from pdx.parallel import constrain, context_attention, context_parallel_active, run_layers
 from pdx.nn.initializer import Normal
+
+
+# Activations between blocks: batch over dp/sharding, sequence over sep (a no-op outside use_mesh).
+_ACTIVATION = (axes.BATCH, axes.SEQ, axes.EMBED)
 
 
 def _linear(n_in, n_out, names, rngs, bias: bool = False):
@@ -69,6 +75,9 @@ class LlamaAttention(Layer):
     def forward(self, x, cos, sin, segment_ids=None):  # x: (B, S, hidden); segment_ids: (B, S) packed documents
         q, k, v = self._qkv(x, cos, sin)
         window = self.config.sliding_window
+        if context_parallel_active():  # the sequence is split over "sep": ring / all-gather attention
+            out = context_attention(q, k, v, causal=True, segment_ids=segment_ids, window=window)
+            return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1))
         bias = None
         if window is not None and window < x.shape[1]:
             pos = jnp.arange(x.shape[1])
@@ -80,13 +89,20 @@ class LlamaAttention(Layer):
     def decode(self, x, cos, sin, cache, index):
         """Attend from x (positions index..index+S-1) to the cache after writing x's keys/values into it."""
         q, k, v = self._qkv(x, cos, sin)
-        k_cache = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), index, axis=1)
-        v_cache = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), index, axis=1)
-        q_pos = index + jnp.arange(x.shape[1])
-        gap = q_pos[:, None] - jnp.arange(k_cache.shape[1])[None, :]             # (S, L)
+        index = jnp.asarray(index)
+        if index.ndim == 0:  # every row at the same position
+            write = lambda c, u: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), index, axis=1)  # noqa: E731
+        else:  # (B,): each row (a serving slot) at its own position
+            write = jax.vmap(lambda c, u, i: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), i, axis=0))
+            write = functools.partial(lambda f, c, u: f(c, u, index), write)
+        k_cache, v_cache = write(cache[0], k), write(cache[1], v)
+        q_pos = index[..., None] + jnp.arange(x.shape[1])                       # (S,) or (B, S)
+        gap = q_pos[..., :, None] - jnp.arange(k_cache.shape[1])                # (S, L) or (B, S, L)
         visible = gap >= 0
         if self.config.sliding_window is not None:
             visible = visible & (gap < self.config.sliding_window)
+        if visible.ndim == 3:
+            visible = visible[:, None]                                          # (B, 1, S, L)
         out = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible, training=False)
         return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1)), (k_cache, v_cache)
 
@@ -116,8 +132,9 @@ class LlamaDecoderLayer(Layer):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
 
     def forward(self, x, cos, sin, segment_ids=None):
+        x = constrain(x, _ACTIVATION)
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, segment_ids)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return constrain(x + self.mlp(self.post_attention_layernorm(x)), _ACTIVATION)
 
     def decode(self, x, cos, sin, cache, index):
         attn, cache = self.self_attn.decode(self.input_layernorm(x), cos, sin, cache, index)
@@ -149,14 +166,16 @@ class LlamaModel(Layer):
         if positions is None:
             positions = jnp.arange(input_ids.shape[-1])[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
-        x = self.embed_tokens(input_ids)
+        x = constrain(self.embed_tokens(input_ids), _ACTIVATION)
         extra = () if segment_ids is None else (segment_ids,)
         x = run_layers(self.layers, x, cos, sin, *extra, scan=c.scan_layers, policy=c.recompute)
         return self.norm(x)
 
     def decode(self, input_ids, cache, index):
+        """Run input_ids (B, S) at positions index.. (a scalar, or (B,) per row) with the KV cache."""
         c = self.config
-        positions = index + jnp.arange(input_ids.shape[-1])[None, :]
+        positions = jnp.asarray(index)[..., None] + jnp.arange(input_ids.shape[-1])
+        positions = positions if positions.ndim == 2 else positions[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
         if isinstance(self.layers, LayerStack):  # cache: (keys, values), each (L, B, T, kv_heads, head_dim)
