@@ -4,7 +4,9 @@
 directory (StableHLO program, safetensors parameters, manifest with sha256
 sums, one `.vmfb` per IREE target); `load` returns a `Predictor` running it
 on XLA or IREE. `pdx.jit.save` / `pdx.jit.load` are the Paddle-named entry
-points (`load` gives a fine-tunable `TranslatedLayer`).
+points (`load` gives a fine-tunable `TranslatedLayer`). `serve_llm` /
+`pdx serve --llm DIR` serves a language model with continuous batching
+behind an OpenAI-compatible API.
 
 Example:
     >>> import pdx, tempfile
@@ -18,9 +20,10 @@ Example:
 from pdx.export._artifact import ArtifactError
 from pdx.export._client import Client, ServerError
 from pdx.export._export import TARGETS, export
+from pdx.export._llm_server import create_llm_app, serve_llm
 from pdx.export._runtime import Predictor, load
 from pdx.export._server import create_app, serve
 from pdx.export._translated import TranslatedLayer
 
 __all__ = ["ArtifactError", "Client", "Predictor", "ServerError", "TARGETS", "TranslatedLayer", "create_app",
-           "export", "load", "serve"]
+           "create_llm_app", "export", "load", "serve", "serve_llm"]

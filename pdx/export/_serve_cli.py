@@ -23,6 +23,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="TCP port (default %(default)s; 0 picks a free one and prints it)")
     parser.add_argument("--name", default=None, help="model name in the URL (default: the artifact's name)")
     parser.add_argument("--runtime", choices=("xla", "iree"), default="xla", help="runtime (default %(default)s)")
+    parser.add_argument("--llm", action="store_true",
+                        help="ARTIFACT is a language model directory (Hugging Face layout: config.json, safetensors, "
+                             "tokenizer): serve OpenAI-compatible /v1/completions and /v1/chat/completions with "
+                             "continuous batching")
+    parser.add_argument("--max-slots", type=int, default=16,
+                        help="--llm: requests decoded together, the KV cache's rows (default %(default)s)")
+    parser.add_argument("--max-len", type=int, default=256,
+                        help="--llm: context length per request, prompt + generated tokens (default %(default)s)")
     parser.add_argument("--max-batch-size", type=int, default=_server.DEFAULT_MAX_BATCH_SIZE,
                         help="most rows per batch; 1 turns dynamic batching off (default %(default)s)")
     parser.add_argument("--batch-timeout-ms", type=float, default=_server.DEFAULT_BATCH_TIMEOUT_MS,
@@ -62,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
     if not _is_loopback(args.host):
         print(f"pdx serve: warning: binding {args.host} makes the server reachable from other machines; "
               "it has no authentication", file=sys.stderr)
+    if args.llm:
+        from pdx.export._llm_server import serve_llm
+
+        try:
+            serve_llm(args.artifact, host=args.host, port=args.port, log_level=args.log_level, name=args.name,
+                      max_slots=args.max_slots, max_len=args.max_len, max_queue=args.max_queue,
+                      max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
+                      max_json_depth=args.max_json_depth, header_timeout_s=args.header_timeout_s,
+                      keep_alive_s=args.keep_alive_s, graceful_timeout_s=args.graceful_timeout_s)
+        except ValueError as e:
+            return _fail(str(e), 2)
+        return 0
     options = dict(name=args.name, runtime=args.runtime, max_batch_size=args.max_batch_size,
                    batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
                    max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s, max_json_depth=args.max_json_depth,

@@ -3,11 +3,13 @@
     LlamaConfig, PRESETS            hyperparameters ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny")
     LlamaForCausalLM, LlamaModel    the network (state-dict names as Hugging Face's)
     generate                        greedy / top-k / top-p decoding with a KV cache
+    LLMEngine, SamplingParams       continuous batching over a slot-based KV cache (pdx serve --llm)
     hf_to_pdx, load_hf_safetensors, config_from_hf    import Hugging Face LLaMA / Qwen2 / Mistral weights
     pdx_to_hf, save_hf_pretrained, hf_config          export them (transformers loads the directory)
 """
 
 from pdx.models.llama._config import PRESETS, LlamaConfig
+from pdx.models.llama._engine import LLMEngine, SamplingParams
 from pdx.models.llama._generation import generate
 from pdx.models.llama._hf import config_from_hf, hf_config, hf_to_pdx, load_hf_safetensors, pdx_to_hf, save_hf_pretrained
 from pdx.models.llama._model import (
@@ -22,10 +24,12 @@ from pdx.models.llama._model import (
 
 __all__ = [
     "PRESETS",
+    "SamplingParams",
     "LlamaAttention",
     "LlamaConfig",
     "LlamaDecoderLayer",
     "LlamaForCausalLM",
+    "LLMEngine",
     "LlamaMLP",
     "LlamaModel",
     "apply_rope",
