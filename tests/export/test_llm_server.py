@@ -146,7 +146,7 @@ def test_full_queue_answers_503_and_keeps_serving(model_dir):
                                               for i in range(12)))
 
         codes = [r.status_code for r in asyncio.run(burst())]
-        assert set(codes) <= {200, 503} and codes.count(503) >= 1 and codes.count(200) >= 3, codes
+        assert set(codes) <= {200, 503} and codes.count(503) >= 1 and codes.count(200) >= 2, codes
         assert httpx.get(url + "/health/ready").status_code == 200
         assert httpx.post(url + "/v1/completions", json=body(1), timeout=60).status_code == 200
     finally:

@@ -26,8 +26,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-import pdx
+from flax import nnx
 
 __all__ = ["LLMEngine", "SamplingParams"]
 
@@ -71,9 +70,9 @@ class Request:
         self.first_token_s = None
 
 
-@pdx.jit
-def _prefill(model, cache, slot, tokens, last):
+def _prefill_fn(graphdef, state, cache, slot, tokens, last):
     """Run one padded prompt (1, P) into row `slot` of the cache; logits of its last real token."""
+    model = nnx.merge(graphdef, state)
     axis = 1 if model.config.scan_layers else 0
     row = jax.tree.map(lambda c: jax.lax.dynamic_slice_in_dim(c, slot, 1, axis=axis), cache)
     logits, row = model.decode(tokens, row, jnp.int32(0))
@@ -81,11 +80,15 @@ def _prefill(model, cache, slot, tokens, last):
     return logits[0, last].astype(jnp.float32), cache
 
 
-@pdx.jit
-def _decode(model, cache, tokens, index):
+def _decode_fn(graphdef, state, cache, tokens, index):
     """One token for every slot: tokens (S, 1) at positions index (S,) -> logits (S, V)."""
-    logits, cache = model.decode(tokens, cache, index)
+    logits, cache = nnx.merge(graphdef, state).decode(tokens, cache, index)
     return logits[:, -1].astype(jnp.float32), cache
+
+
+# The cache is donated: each step updates it in place instead of copying max_slots x max_len per layer.
+_prefill = jax.jit(_prefill_fn, static_argnums=0, donate_argnums=2)
+_decode = jax.jit(_decode_fn, static_argnums=0, donate_argnums=2)
 
 
 @jax.jit
@@ -146,6 +149,7 @@ class LLMEngine:
                              f"{model.config.max_position_embeddings}")
         model.eval()
         self.model, self.tokenizer = model, tokenizer
+        self._graphdef, self._state = nnx.split(model)
         self.max_slots, self.max_len, self.max_queue = max_slots, max_len, max_queue
         self.eos = tokenizer.eos_token_id
         self._cache = model.init_cache(max_slots, max_len)
@@ -235,7 +239,8 @@ class LLMEngine:
         n = len(request.prompt_ids)
         padded = np.zeros((1, min(_bucket(n), self.max_len)), np.int32)
         padded[0, :n] = request.prompt_ids
-        logits, self._cache = _prefill(self.model, self._cache, jnp.int32(i), jnp.asarray(padded), jnp.int32(n - 1))
+        logits, self._cache = _prefill(self._graphdef, self._state, self._cache, jnp.int32(i), jnp.asarray(padded),
+                                       jnp.int32(n - 1))
         self.stats["prefills"] += 1
         self._pos[i] = n
         self._accept(i, int(self._pick(logits[None], [request])[0]))
@@ -243,7 +248,7 @@ class LLMEngine:
     def _step(self) -> None:
         live = [i for i, s in enumerate(self._slots) if s is not None]
         tokens = jnp.asarray(self._last[:, None])
-        logits, self._cache = _decode(self.model, self._cache, tokens, jnp.asarray(self._pos))
+        logits, self._cache = _decode(self._graphdef, self._state, self._cache, tokens, jnp.asarray(self._pos))
         self.stats["decode_steps"] += 1
         rows = [self._slots[i] if self._slots[i] is not None else _IDLE for i in range(self.max_slots)]
         picked = self._pick(logits, rows)

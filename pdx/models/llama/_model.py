@@ -9,6 +9,7 @@ dimension (`model.layers.self_attn.q_proj.weight`, shape (num_layers, in, out)).
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -87,24 +88,36 @@ class LlamaAttention(Layer):
         return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1))
 
     def decode(self, x, cos, sin, cache, index):
-        """Attend from x (positions index..index+S-1) to the cache after writing x's keys/values into it."""
+        """Attend from x (positions index..index+S-1) to the cache after writing x's keys/values into it.
+
+        The cache is (B, kv_heads, T, head_dim) per tensor: attention reads it
+        in that layout with no transpose (the per-step cost of serving is
+        reading the cache). `index` is a scalar, or (B,) with each row (a
+        serving slot) at its own position.
+        """
         q, k, v = self._qkv(x, cos, sin)
+        b, s, hq, d = q.shape
+        hk = k.shape[2]
         index = jnp.asarray(index)
-        if index.ndim == 0:  # every row at the same position
-            write = lambda c, u: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), index, axis=1)  # noqa: E731
-        else:  # (B,): each row (a serving slot) at its own position
-            write = jax.vmap(lambda c, u, i: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), i, axis=0))
-            write = functools.partial(lambda f, c, u: f(c, u, index), write)
+        k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)                 # (B, kv_heads, S, D)
+        if index.ndim == 0:
+            write = lambda c, u: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), index, axis=2)  # noqa: E731
+        else:
+            row = jax.vmap(lambda c, u, i: jax.lax.dynamic_update_slice_in_dim(c, u.astype(c.dtype), i, axis=1))
+            write = functools.partial(lambda f, c, u: f(c, u, index), row)
         k_cache, v_cache = write(cache[0], k), write(cache[1], v)
-        q_pos = index[..., None] + jnp.arange(x.shape[1])                       # (S,) or (B, S)
-        gap = q_pos[..., :, None] - jnp.arange(k_cache.shape[1])                # (S, L) or (B, S, L)
+        q_pos = index[..., None] + jnp.arange(s)                               # (S,) or (B, S)
+        gap = q_pos[..., :, None] - jnp.arange(k_cache.shape[2])               # (S, T) or (B, S, T)
         visible = gap >= 0
         if self.config.sliding_window is not None:
             visible = visible & (gap < self.config.sliding_window)
-        if visible.ndim == 3:
-            visible = visible[:, None]                                          # (B, 1, S, L)
-        out = F.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=visible, training=False)
-        return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1)), (k_cache, v_cache)
+        visible = visible[None] if visible.ndim == 2 else visible               # (B|1, S, T)
+        qg = q.reshape(b, s, hk, hq // hk, d).transpose(0, 2, 3, 1, 4)          # (B, kv_heads, group, S, D)
+        logits = jnp.einsum("bhgsd,bhtd->bhgst", qg, k_cache, preferred_element_type=jnp.float32) / math.sqrt(d)
+        logits = jnp.where(visible[:, None, None], logits, -jnp.inf)
+        probs = jax.nn.softmax(logits, axis=-1).astype(v_cache.dtype)
+        out = jnp.einsum("bhgst,bhtd->bhgsd", probs, v_cache).transpose(0, 3, 1, 2, 4)  # (B, S, kv_heads, group, D)
+        return self.o_proj(out.reshape(b, s, -1).astype(x.dtype)), (k_cache, v_cache)
 
 
 class LlamaMLP(Layer):
@@ -178,7 +191,7 @@ class LlamaModel(Layer):
         positions = positions if positions.ndim == 2 else positions[None, :]
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
-        if isinstance(self.layers, LayerStack):  # cache: (keys, values), each (L, B, T, kv_heads, head_dim)
+        if isinstance(self.layers, LayerStack):  # cache: (keys, values), each (L, B, kv_heads, T, head_dim)
             x, new_cache = self.layers.scan(lambda layer, h, c: layer.decode(h, cos, sin, c, index), x, cache)
             return self.norm(x), new_cache
         new_cache = []
@@ -258,16 +271,16 @@ class LlamaForCausalLM(Layer):
         return per_token.sum() / jnp.maximum(kept.sum(), 1.0)
 
     def init_cache(self, batch_size: int, max_length: int, dtype=jnp.float32):
-        """An empty KV cache: per layer (keys, values), each (B, max_length, kv_heads, head_dim).
+        """An empty KV cache: per layer (keys, values), each (B, kv_heads, max_length, head_dim).
 
         With `scan_layers` the layers' caches are stacked instead: one (keys,
-        values) pair, each (num_layers, B, max_length, kv_heads, head_dim).
+        values) pair, each (num_layers, B, kv_heads, max_length, head_dim).
         """
         c = self.config
         if max_length > c.max_position_embeddings:
             raise ValueError(f"init_cache: max_length={max_length} exceeds max_position_embeddings="
                              f"{c.max_position_embeddings}; shorten the prompt or max_new_tokens")
-        shape = (batch_size, max_length, c.num_key_value_heads, c.head_dim)
+        shape = (batch_size, c.num_key_value_heads, max_length, c.head_dim)
         if c.scan_layers:
             return (jnp.zeros((c.num_hidden_layers,) + shape, dtype), jnp.zeros((c.num_hidden_layers,) + shape, dtype))
         return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.num_hidden_layers)]
