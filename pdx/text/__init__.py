@@ -5,6 +5,7 @@
     train_bpe          byte-level BPE trained on texts or files (`pdx text train-bpe`)
     read_documents, bundled_corpus, tokenize_corpus (worker processes), TokenFile (memory-mapped)
     pack_documents, PackedDataset, lm_targets    rows of seq_len tokens with segment ids per document
+    perplexity, multiple_choice, load_choice_task  evaluation of a causal LM (held-out tokens; lm-eval style tasks)
 """
 
 from pdx.text._data import (
@@ -16,6 +17,7 @@ from pdx.text._data import (
     read_documents,
     tokenize_corpus,
 )
+from pdx.text._eval import load_choice_task, multiple_choice, perplexity
 from pdx.text._tokenizer import Tokenizer, TokenizerError, train_bpe
 
 __all__ = [
@@ -25,7 +27,10 @@ __all__ = [
     "TokenizerError",
     "bundled_corpus",
     "lm_targets",
+    "load_choice_task",
+    "multiple_choice",
     "pack_documents",
+    "perplexity",
     "read_documents",
     "tokenize_corpus",
     "train_bpe",

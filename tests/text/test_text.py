@@ -169,3 +169,57 @@ def test_cli_trains_and_tokenizes(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"txt": "x"}\n')
     out = run("train-bpe", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "t2"))
     assert out.returncode == 2 and "line 1: expected an object with a string 'text' field" in out.stderr
+
+
+def test_perplexity_and_multiple_choice_against_transformers(bpe, corpus, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from pdx.models.llama import LlamaConfig, LlamaForCausalLM, save_hf_pretrained
+
+    model = LlamaForCausalLM(LlamaConfig.from_preset("tiny", vocab_size=bpe.vocab_size, max_position_embeddings=128),
+                             rngs=0)
+    save_hf_pretrained(model, tmp_path / "hf")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(tmp_path / "hf"), dtype=torch.float32).eval()
+
+    # perplexity over packed rows = exp(mean NLL) of each document run alone in transformers
+    docs = [bpe.encode(d)[:40] for d in corpus[1][:6]]
+    made = text.tokenize_corpus(corpus[1][:6], bpe, tmp_path / "val", num_workers=0)
+    rows = text.PackedDataset(made, 32)
+    got = text.perplexity(model, rows, batch_size=4)
+    nll, count = 0.0, 0
+    for i in range(len(rows)):
+        r = rows[i]
+        for s in range(1, r["segment_ids"].max() + 1):
+            cols = np.flatnonzero(r["segment_ids"] == s)
+            with torch.no_grad():
+                logits = hf(torch.tensor(r["tokens"][cols][None].astype(np.int64))).logits[0].double()
+            logp = torch.log_softmax(logits, -1).numpy()
+            lab = r["labels"][cols]
+            keep = lab >= 0
+            nll -= logp[np.flatnonzero(keep), lab[keep]].sum()
+            count += int(keep.sum())
+    assert got["tokens"] == count and len(docs) == 6
+    np.testing.assert_allclose(got["loss"], nll / count, rtol=1e-5)
+
+    # a multiple-choice task: the model's picks equal transformers' log-likelihood argmax
+    rng = np.random.default_rng(0)
+    words = corpus[1][7].split()[:60]
+    task = [{"context": " ".join(words[i:i + 5]), "choices": [" " + w for w in rng.choice(words, 3, replace=False)],
+             "answer": int(rng.integers(0, 3))} for i in range(0, 40, 4)]
+    path = tmp_path / "task.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in task))
+    result = text.multiple_choice(model, bpe, path, batch_size=8)
+    right = 0
+    for t in task:
+        ctx = bpe.encode(t["context"])
+        scores = []
+        for c in t["choices"]:
+            seq = ctx + bpe.encode(c, add_special_tokens=False)
+            with torch.no_grad():
+                logp = torch.log_softmax(hf(torch.tensor([seq])).logits[0].double(), -1).numpy()
+            scores.append(sum(logp[p - 1, seq[p]] for p in range(len(ctx), len(seq))))
+        right += int(np.argmax(scores)) == t["answer"]
+    assert result["n"] == len(task) and result["acc"] == right / len(task)
+    (tmp_path / "bad.jsonl").write_text('{"context": "a", "choices": ["b"], "answer": 0}\n')
+    with pytest.raises(text.TokenizerError, match="line 1: expected"):
+        text.load_choice_task(tmp_path / "bad.jsonl")
