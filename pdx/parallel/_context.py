@@ -300,5 +300,5 @@ def context_attention(q, k, v, *, causal: bool = False, segment_ids=None, window
         return local(q, k, v, seg, axis=axis, causal=causal, window=window, scale=scale)
 
     fn = jax.shard_map(body, mesh=mesh, in_specs=(qkv_spec, qkv_spec, qkv_spec, None if segment_ids is None else seg_spec),
-                       out_specs=qkv_spec, check_vma=False)
+                       out_specs=qkv_spec)
     return fn(q, k, v, segment_ids)
