@@ -13,8 +13,9 @@ the batch and the (kv) heads staying where the config's rules put them:
   is cut into 2*sep chunks and device i holds chunks i and 2*sep-1-i (a
   zigzag, moved there and back with two collective-permutes per tensor), so
   after the diagonal step every device computes exactly half a block per
-  step: all its queries against the first kv chunk when the kv came from an
-  earlier device, its second query chunk against both kv chunks otherwise.
+  step (two chunk x chunk blocks): all its queries against the first kv
+  chunk when the kv came from an earlier device, its second query chunk
+  against both kv chunks otherwise.
 
 Gradients come from autodiff through the collectives (an all-gather's
 transpose is a reduce-scatter, a ppermute's the reverse ppermute).
@@ -188,23 +189,27 @@ def _ring_causal_local(q, k, v, seg, *, axis, causal, window, scale):
     q_pos, q_seg = positions(i), seg
     acc = _block(qg, k, v, _mask(q_pos, q_pos, q_seg, seg, causal=True, window=window), scale)
     k_seg = seg
+    halves = lambda x: (None, None) if x is None else (x[:, :c], x[:, c:])  # noqa: E731
+    q0, q1 = halves(qg)
+    qs0, qs1 = halves(q_seg)
     for t in range(1, n):
         k, v, k_seg = _ring_shift([k, v, k_seg], axis, n)
         src = (i - t) % n
         k_pos = positions(src)
-
-        def earlier(k, v, k_seg, k_pos=k_pos):  # kv from a device before this one: all queries, first kv chunk
-            ks = None if k_seg is None else k_seg[:, :c]
-            return _block(qg, k[:, :c], v[:, :c], _mask(q_pos, k_pos[:c], q_seg, ks, causal=True, window=window),
-                          scale)
-
-        def later(k, v, k_seg, k_pos=k_pos):  # kv from a later device: second query chunk, both kv chunks
-            qs = None if q_seg is None else q_seg[:, c:]
-            o, m, l = _block(qg[:, c:], k, v, _mask(q_pos[c:], k_pos, qs, k_seg, causal=True, window=window), scale)
-            pad = [(0, 0)] * 3 + [(c, 0)]
-            return (jnp.pad(o, pad + [(0, 0)]), jnp.pad(m, pad, constant_values=_NEG), jnp.pad(l, pad))
-
-        acc = _merge(acc, lax.cond(src < i, earlier, later, k, v, k_seg))
+        (k0, k1), (v0, v1), (ks0, ks1) = halves(k), halves(v), halves(k_seg)
+        # Visible c x c blocks: kv from an earlier device -> (q0, k0) and (q1, k0); from a later one ->
+        # (q1, k0) and (q1, k1). (q1, k0) is common; the other block's operands are selected, not branched
+        # on, so every device computes two c x c blocks per step.
+        common = _block(q1, k0, v0, _mask(q_pos[c:], k_pos[:c], qs1, ks0, causal=True, window=window), scale)
+        lower = src < i
+        pick = lambda a, b: None if a is None else jnp.where(lower, a, b)  # noqa: E731
+        other = _block(pick(q0, q1), pick(k0, k1), pick(v0, v1),
+                       _mask(pick(q_pos[:c], q_pos[c:]), pick(k_pos[:c], k_pos[c:]), pick(qs0, qs1),
+                             pick(ks0, ks1), causal=True, window=window), scale)
+        empty = (jnp.zeros_like(other[0]), jnp.full_like(other[1], _NEG), jnp.zeros_like(other[2]))
+        rows0 = tuple(jnp.where(lower, a, e) for a, e in zip(other, empty))
+        rows1 = _merge(common, tuple(jnp.where(lower, e, a) for a, e in zip(other, empty)))
+        acc = _merge(acc, tuple(jnp.concatenate([a, b], axis=3) for a, b in zip(rows0, rows1)))
     return _from_zigzag(_finish(acc, q.dtype), axis, n)
 
 

@@ -115,12 +115,12 @@ def _train_step(model, opt, tokens, labels):
     return loss
 
 
-def _setup(sep, impl, seq, batch, devices, mp=1):
+def _setup(sep, impl, seq, batch, devices, mp=1, pp=1):
     pdx.seed(3)
     model = LlamaForCausalLM(CONFIG)
     opt = pdx.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model)
-    config = parallel.HybridConfig(dp_degree=devices // (sep * mp), sep_degree=sep, mp_degree=mp,
-                                   context_parallel=impl)
+    config = parallel.HybridConfig(dp_degree=devices // (sep * mp * pp), sep_degree=sep, mp_degree=mp,
+                                   pp_degree=pp, accumulate_steps=pp, context_parallel=impl)
     mesh = config.mesh(jax.devices()[:devices])
     parallel.shard([model, opt], config, mesh=mesh)
     rng = np.random.default_rng(seq)
@@ -146,21 +146,23 @@ def test_sep2_splits_activations_and_memory():
         np.testing.assert_allclose(losses[key], losses[1, "ring"], rtol=1e-5)
 
 
-# with mp > 1 the (kv) heads stay split over "mp" inside the context-parallel attention
-@pytest.mark.parametrize("sep,impl,mp", [(2, "ring", 1), (2, "allgather", 2), (4, "ring", 2)])
-def test_sep_train_steps_equal_one_device(sep, impl, mp):
-    def run(sep, impl, devices, mp=1):
-        model, opt, config, mesh, data = _setup(sep, impl, 32, 4, devices, mp)
+# with mp > 1 the (kv) heads stay split over "mp" inside the context-parallel attention;
+# with pp > 1 it runs inside the pipeline's stage vmap
+@pytest.mark.parametrize("sep,impl,mp,pp", [(2, "ring", 1, 1), (2, "allgather", 2, 1), (4, "ring", 2, 1),
+                                            (2, "ring", 1, 2)])
+def test_sep_train_steps_equal_one_device(sep, impl, mp, pp):
+    def run(sep, impl, devices, mp=1, pp=1):
+        model, opt, config, mesh, data = _setup(sep, impl, 32, 4, devices, mp, pp)
         with parallel.use_mesh(config, mesh):
             losses = [float(_train_step(model, opt, x, y)) for x, y in data]
         return losses, {k: np.asarray(v) for k, v in model.state_dict().items()}
 
     ref_losses, ref_params = run(1, "ring", 1)
-    losses, params = run(sep, impl, 8, mp)
+    losses, params = run(sep, impl, 8, mp, pp)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
     for name, value in params.items():
         err = np.linalg.norm(value - ref_params[name]) / max(np.linalg.norm(ref_params[name]), 1e-12)
-        assert err < 1e-5, f"sep={sep} mp={mp} {impl}: {name} differs by {err:.2e} (relative)"
+        assert err < 1e-5, f"sep={sep} mp={mp} pp={pp} {impl}: {name} differs by {err:.2e} (relative)"
 
 
 def test_transformer_layers_constrain_the_sequence():
