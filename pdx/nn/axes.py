@@ -18,6 +18,7 @@ CONV_IN = "conv_in"      # input channels of a convolution weight
 CONV_OUT = "conv_out"    # output channels of a convolution weight
 LAYERS = "layers"        # stacked identical layers (scan)
 STAGE = "stage"          # pipeline stages
+EXPERT = "expert"        # mixture-of-experts experts (stacked expert weights)
 
-__all__ = ["BATCH", "CONV_IN", "CONV_OUT", "EMBED", "HEADS", "HEAD_DIM", "KV_HEADS",
+__all__ = ["BATCH", "CONV_IN", "CONV_OUT", "EMBED", "EXPERT", "HEADS", "HEAD_DIM", "KV_HEADS",
            "LAYERS", "MLP", "NORM", "SEQ", "STAGE", "VOCAB"]

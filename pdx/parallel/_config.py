@@ -13,17 +13,20 @@ from jax.sharding import Mesh
 from pdx.nn import axes
 
 # Paddle's fleet order: outermost (slowest, across nodes) to innermost (fastest, within a node).
-_DEFAULT_ORDER = ("dp", "pp", "sharding", "sep", "mp")
+_DEFAULT_ORDER = ("dp", "pp", "sharding", "ep", "sep", "mp")
 # Attention under context parallelism (sep_degree > 1): see pdx.parallel.context_attention.
 CONTEXT_PARALLEL_IMPLS = ("ring", "allgather")
-_DEGREE_OF_AXIS = {"dp": "dp_degree", "pp": "pp_degree", "sharding": "sharding_degree",
+_DEGREE_OF_AXIS = {"dp": "dp_degree", "pp": "pp_degree", "sharding": "sharding_degree", "ep": "ep_degree",
                    "sep": "sep_degree", "mp": "mp_degree"}
 
 # Logical axis name -> mesh axis (or tuple of mesh axes, or None = replicated). ZeRO/FSDP
 # sharding over the "sharding" axis is not a rule: it is added per array by the
 # sharding stage (see _shard.zero_spec), so the model never mentions it.
 _DEFAULT_RULES = {
-    axes.BATCH: ("dp", "sharding"),
+    # Expert parallelism: each "ep" rank takes its own tokens and holds its own experts
+    # (tokens reach their experts by all-to-all, inserted by the compiler).
+    axes.BATCH: ("dp", "sharding", "ep"),
+    axes.EXPERT: "ep",
     axes.SEQ: "sep",
     axes.EMBED: None,
     axes.MLP: "mp",
@@ -54,12 +57,12 @@ def default_rules() -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class HybridConfig:
-    """Paddle's `hybrid_configs` as a device mesh: dp x pp x sharding x sep x mp.
+    """Paddle's `hybrid_configs` as a device mesh: dp x pp x sharding x ep x sep x mp.
 
     Every degree multiplies into the number of devices of all processes
     (`jax.device_count()`); `dp_degree=-1` takes whatever the others leave.
-    The mesh has one axis per parallelism ("dp", "pp", "sharding", "sep",
-    "mp") laid out in `order` (outermost first, Paddle's default), so the
+    The mesh has one axis per parallelism ("dp", "pp", "sharding", "ep",
+    "sep", "mp") laid out in `order` (outermost first, Paddle's default), so the
     tensor-parallel group is made of neighbouring devices.
 
     Args:
@@ -71,6 +74,8 @@ class HybridConfig:
         "kv_heads" and "vocab" dimensions are split over it.
       pp_degree: pipeline stages ("stage" dimension).
       sep_degree: sequence/context parallel group size ("seq" dimension).
+      ep_degree: expert-parallel group size: mixture-of-experts weights are
+        split over it by their "expert" dimension, and the batch too.
       order: mesh axes from outermost to innermost.
       rules: overrides of the logical-axis rules, e.g. `{"embed": "mp"}`.
       accumulate_steps: pipeline microbatches per step (Paddle's
@@ -85,7 +90,7 @@ class HybridConfig:
       >>> import pdx
       >>> cfg = pdx.parallel.HybridConfig(dp_degree=2, mp_degree=4)
       >>> dict(cfg.mesh().shape)
-      {'dp': 2, 'pp': 1, 'sharding': 1, 'sep': 1, 'mp': 4}
+      {'dp': 2, 'pp': 1, 'sharding': 1, 'ep': 1, 'sep': 1, 'mp': 4}
     """
 
     dp_degree: int = -1
@@ -94,6 +99,7 @@ class HybridConfig:
     mp_degree: int = 1
     pp_degree: int = 1
     sep_degree: int = 1
+    ep_degree: int = 1
     order: tuple[str, ...] = _DEFAULT_ORDER
     rules: Mapping[str, object] | None = None
     accumulate_steps: int = 1
@@ -101,7 +107,8 @@ class HybridConfig:
     context_parallel: str = "ring"
 
     def __post_init__(self):
-        for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree", "accumulate_steps", "virtual_pp_degree"):
+        for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree", "ep_degree", "accumulate_steps",
+                      "virtual_pp_degree"):
             value = getattr(self, field)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"HybridConfig: {field} must be a positive int; got {value!r}")
@@ -126,18 +133,18 @@ class HybridConfig:
     def degrees(self, device_count: int | None = None) -> dict[str, int]:
         """Mesh axis -> size, with `dp_degree=-1` resolved against `device_count`."""
         n = jax.device_count() if device_count is None else device_count
-        others = self.sharding_degree * self.mp_degree * self.pp_degree * self.sep_degree
+        others = self.sharding_degree * self.mp_degree * self.pp_degree * self.sep_degree * self.ep_degree
         dp = self.dp_degree
         if dp == -1:
             if n % others:
-                raise ValueError(f"HybridConfig: sharding*mp*pp*sep = {others} does not divide the {n} devices; "
+                raise ValueError(f"HybridConfig: sharding*mp*pp*sep*ep = {others} does not divide the {n} devices; "
                                  "pick degrees whose product divides the device count")
             dp = n // others
         if dp * others != n:
-            raise ValueError(f"HybridConfig: dp*sharding*mp*pp*sep = {dp}*{self.sharding_degree}*{self.mp_degree}*"
-                             f"{self.pp_degree}*{self.sep_degree} = {dp * others}, but there are {n} devices; "
-                             "make the product equal the device count (or set dp_degree=-1)")
-        sizes = {"dp": dp, "pp": self.pp_degree, "sharding": self.sharding_degree,
+            raise ValueError(f"HybridConfig: dp*sharding*mp*pp*sep*ep = {dp}*{self.sharding_degree}*{self.mp_degree}*"
+                             f"{self.pp_degree}*{self.sep_degree}*{self.ep_degree} = {dp * others}, but there are "
+                             f"{n} devices; make the product equal the device count (or set dp_degree=-1)")
+        sizes = {"dp": dp, "pp": self.pp_degree, "sharding": self.sharding_degree, "ep": self.ep_degree,
                  "sep": self.sep_degree, "mp": self.mp_degree}
         return {axis: sizes[axis] for axis in self.order}
 

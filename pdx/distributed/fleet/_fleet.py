@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _HYBRID_DEFAULTS = {"dp_degree": -1, "mp_degree": 1, "pp_degree": 1, "sharding_degree": 1, "sep_degree": 1,
+                    "ep_degree": 1,
                     "mp_configs": {}, "pp_configs": {}, "sharding_configs": {}, "dp_configs": {}, "sep_configs": {}}
 _PIPELINE_DEFAULTS = {"micro_batch_size": 1, "accumulate_steps": 1, "schedule_mode": "1F1B",
                       "p2p_cache_shape": True, "enable_partial_send_recv": True}
@@ -122,7 +123,8 @@ class DistributedStrategy:
         h = self._hybrid
         pp = {**self._pipeline, **h.get("pp_configs", {})}
         stage = int(h.get("sharding_configs", {}).get("stage", self._sharding.get("stage", 1)))
-        degrees = {k: h[k] for k in ("dp_degree", "mp_degree", "pp_degree", "sharding_degree", "sep_degree")}
+        degrees = {k: h[k] for k in ("dp_degree", "mp_degree", "pp_degree", "sharding_degree", "sep_degree",
+                                     "ep_degree")}
         for name, value in degrees.items():
             if not isinstance(value, int) or (value < 1 and not (name == "dp_degree" and value == -1)):
                 raise ValueError(f"DistributedStrategy.hybrid_configs: {name} must be a positive int"

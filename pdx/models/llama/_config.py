@@ -22,6 +22,11 @@ _FIELD_HELP = {
     "attention_bias": "biases on the q/k/v projections (Qwen2)",
     "sliding_window": "each token attends to at most this many latest tokens (Mistral); None = all",
     "model_type": "the Hugging Face architecture written on export: 'llama', 'qwen2' or 'mistral'",
+    "num_experts": "> 0: a mixture-of-experts feed-forward with this many experts (experts split over 'ep')",
+    "num_experts_per_tok": "experts each token is routed to (top-k)",
+    "moe_intermediate_size": "hidden width of each expert (None: intermediate_size)",
+    "capacity_factor": "tokens kept per expert = ceil(tokens * k / experts * factor); None = dropless",
+    "router_aux_loss_coef": "weight of the load-balancing loss added by loss()",
 }
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
@@ -53,8 +58,19 @@ class LlamaConfig:
     attention_bias: bool = False
     sliding_window: int | None = None
     model_type: str = "llama"
+    num_experts: int = 0
+    num_experts_per_tok: int = 2
+    moe_intermediate_size: int | None = None
+    capacity_factor: float | None = None
+    router_aux_loss_coef: float = 0.01
 
     def __post_init__(self):
+        if self.num_experts:
+            if not 1 <= self.num_experts_per_tok <= self.num_experts:
+                raise ValueError(f"LlamaConfig: num_experts_per_tok={self.num_experts_per_tok} must be in "
+                                 f"[1, num_experts={self.num_experts}]")
+            if self.scan_layers:
+                raise ValueError("LlamaConfig: mixture-of-experts layers run as a LayerList; set scan_layers=False")
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"LlamaConfig: model_type must be one of {MODEL_TYPES}; got {self.model_type!r}")
         if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
@@ -76,7 +92,7 @@ class LlamaConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "LlamaConfig":
-        """A preset ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny") with some fields overridden."""
+        """A preset ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny", "moe-tiny") with some fields overridden."""
         if name not in PRESETS:
             raise ValueError(f"LlamaConfig.from_preset: unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
@@ -93,7 +109,9 @@ class LlamaConfig:
         """Parameter count (embedding and head counted once when tied)."""
         h, i, l, v = self.hidden_size, self.intermediate_size, self.num_hidden_layers, self.vocab_size
         kv = self.num_key_value_heads * self.head_dim
-        per_layer = h * h * 2 + h * kv * 2 + 3 * h * i + 2 * h + (h + 2 * kv if self.attention_bias else 0)
+        ffn = (self.num_experts * 3 * h * (self.moe_intermediate_size or i) + h * self.num_experts
+               if self.num_experts else 3 * h * i)
+        per_layer = h * h * 2 + h * kv * 2 + ffn + 2 * h + (h + 2 * kv if self.attention_bias else 0)
         return v * h * (1 if self.tie_word_embeddings else 2) + l * per_layer + h
 
 
@@ -111,3 +129,4 @@ PRESETS = {
 }
 PRESETS["qwen2-tiny"] = dict(PRESETS["tiny"], attention_bias=True, rope_theta=1000000.0, model_type="qwen2")
 PRESETS["mistral-tiny"] = dict(PRESETS["tiny"], sliding_window=16, model_type="mistral")
+PRESETS["moe-tiny"] = dict(PRESETS["tiny"], num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64)

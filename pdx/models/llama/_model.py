@@ -140,7 +140,12 @@ class LlamaDecoderLayer(Layer):
     def __init__(self, config: LlamaConfig, *, rngs=None):
         super().__init__()
         self.self_attn = LlamaAttention(config, rngs=rngs)
-        self.mlp = LlamaMLP(config, rngs=rngs)
+        if config.num_experts:
+            from pdx.models.llama._moe import LlamaMoE
+
+            self.mlp = LlamaMoE(config, rngs=rngs)
+        else:
+            self.mlp = LlamaMLP(config, rngs=rngs)
         self.input_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, epsilon=config.rms_norm_eps)
 
@@ -268,7 +273,11 @@ class LlamaForCausalLM(Layer):
             per_token = kernels.linear_softmax_cross_entropy(hidden.reshape(-1, hidden.shape[-1]), weight, labels,
                                                              ignore_index=ignore_index, chunk_size=chunk_size)
         kept = (labels != ignore_index).astype(jnp.float32)
-        return per_token.sum() / jnp.maximum(kept.sum(), 1.0)
+        loss = per_token.sum() / jnp.maximum(kept.sum(), 1.0)
+        if self.config.num_experts:  # the routers' load-balancing loss, kept by each MoE layer during the forward
+            aux = sum(layer.mlp.aux_loss[...] for layer in self.model.layers)
+            loss = loss + self.config.router_aux_loss_coef * aux / len(self.model.layers)
+        return loss
 
     def init_cache(self, batch_size: int, max_length: int, dtype=jnp.float32):
         """An empty KV cache: per layer (keys, values), each (B, kv_heads, max_length, head_dim).
