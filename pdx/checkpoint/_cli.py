@@ -4,6 +4,8 @@
     pdx ckpt inspect DIR[/STEP]|FILE        tree: shapes, dtypes, shardings, bytes
     pdx ckpt verify DIR[/STEP]              sha256 of every file against the manifest
     pdx ckpt convert SRC DST                checkpoint <-> .safetensors; .pdparams -> either
+    pdx ckpt convert SRC DST --to hf --config PRESET|config.json [--lora DIR] [--tokenizer DIR]
+                                            a pdx llama (LoRA merged) -> a Hugging Face directory
     pdx ckpt reshard SRC DST --mesh fsdp=4  rewrite a step laid out for another mesh
     pdx ckpt diff A B                       per-tensor max-abs and relative difference
     pdx ckpt average DIR STEP... --out DST  mean of the floating tensors of several steps
@@ -52,6 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("src", help="DIR, DIR/STEP, .safetensors, or .pdparams")
     p.add_argument("dst", help="a .safetensors file, or a checkpoint DIR")
     p.add_argument("--step", type=int, default=None, help="step number when writing a checkpoint DIR")
+    p.add_argument("--to", choices=("pdx", "hf"), default="pdx",
+                   help="hf: write a Hugging Face LLaMA/Qwen2/Mistral directory (DST) from a pdx llama checkpoint")
+    p.add_argument("--config", default=None, help="--to hf: a LlamaConfig preset name or a Hugging Face config.json")
+    p.add_argument("--lora", default=None,
+                   help="--to hf: an adapter directory (lora_config.json [+ lora_model.safetensors]) merged into "
+                        "the weights; adapters saved in SRC itself are used when present")
+    p.add_argument("--tokenizer", default=None, help="--to hf: tokenizer directory or file copied next to the weights")
     p = add("reshard", _reshard, "rewrite a step with shards laid out for another mesh (offline)")
     p.add_argument("src", help="DIR or DIR/STEP")
     p.add_argument("dst", help="output checkpoint DIR")
@@ -284,11 +293,81 @@ def _verify(args) -> int:
 
 
 def _convert(args) -> int:
+    if args.to == "hf":
+        return _convert_to_hf(args)
     tree, step = _read_tree(args.src)
     _write_tree(tree, args.dst, args.step if args.step is not None else step)
     n = len(_flat(tree))
     _emit(args, {"src": args.src, "dst": args.dst, "arrays": n}, f"wrote {n} arrays to {args.dst}")
     return 0
+
+
+def _convert_to_hf(args) -> int:
+    """A pdx llama (a TrainState checkpoint or a state-dict file; LoRA merged) -> a Hugging Face directory."""
+    import os
+
+    from pdx.models.llama import LlamaConfig, LlamaForCausalLM, config_from_hf, save_hf_pretrained
+
+    if args.config is None:
+        raise _UsageError("--to hf needs --config (a LlamaConfig preset such as 'tiny', or a config.json)")
+    if os.path.isfile(args.config):
+        from pdx import _safefile
+
+        raw = _safefile.read_file(args.config, max_bytes=1 << 20, what="config.json", error=_UsageError)
+        config = config_from_hf(_safefile.load_json(raw, what=args.config, error=_UsageError))
+    else:
+        try:
+            config = LlamaConfig.from_preset(args.config)
+        except ValueError as e:
+            raise _UsageError(str(e)) from None
+    tree, _ = _read_tree(args.src)
+    flat = _flat(tree)
+    state = {name: v for key, v in flat.items() for head, _, name in [key.partition("/")]
+             if head in ("params", "buffers") and name}
+    state = state or flat
+    if state and all(k.startswith("model.model.") or k.startswith("model.lm_head") for k in state):
+        state = {k[len("model."):]: v for k, v in state.items()}  # saved through a LoRAModel wrapper
+    model = LlamaForCausalLM(config)
+    if args.lora or any(k.endswith(".lora_A") for k in state):
+        from pdx.peft import LoRAConfig, LoRAModel
+
+        if not args.lora:
+            raise _UsageError(f"{args.src} holds LoRA adapters: pass --lora ADAPTER_DIR (its lora_config.json "
+                              "gives rank and alpha)")
+        if any(k.endswith(".lora_A") for k in state):
+            from pdx import _safefile
+
+            path = os.path.join(args.lora, "lora_config.json")
+            raw = _safefile.read_file(path, max_bytes=1 << 20, what="lora_config.json", error=_UsageError)
+            saved = _safefile.load_json(raw, what=path, error=_UsageError)
+            saved.pop("adapted", None)
+            wrapped = LoRAModel(model, LoRAConfig(**saved))
+            _load_exact(wrapped.model, state, args.src)
+        else:
+            _load_exact(model, state, args.src)
+            wrapped = LoRAModel.from_pretrained(model, args.lora)
+        model = wrapped.merge()
+    else:
+        _load_exact(model, state, args.src)
+    tokenizer = None
+    if args.tokenizer:
+        from pdx.text import Tokenizer
+
+        tokenizer = (Tokenizer.from_pretrained(args.tokenizer) if os.path.isdir(args.tokenizer)
+                     else Tokenizer.from_file(args.tokenizer))
+    save_hf_pretrained(model, args.dst, tokenizer=tokenizer)
+    _emit(args, {"src": args.src, "dst": args.dst, "format": "hf", "model_type": config.model_type},
+          f"wrote a Hugging Face {config.model_type} directory to {args.dst}")
+    return 0
+
+
+def _load_exact(model, state: dict, src) -> None:
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    if missing:
+        raise _UsageError(f"{src} does not match --config: missing {missing[:4]} (and {max(0, len(missing) - 4)} more); "
+                          "pick the config the model was trained with")
+    model.set_state_dict({k: state[k] for k in own})
 
 
 def _parse_mesh(text: str) -> dict[str, int]:
