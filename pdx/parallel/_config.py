@@ -85,6 +85,11 @@ class HybridConfig:
       context_parallel: attention when sep_degree > 1: "ring" (K/V blocks
         passed round the sep ring, causal work load-balanced) or "allgather"
         (each device gathers the whole K/V); see `context_attention`.
+      sequence_parallel: Megatron-style sequence parallelism in the tensor
+        parallel group: activations between blocks (and the norms on them)
+        are split over "mp" along the sequence too ("seq" -> ("sep", "mp")),
+        so XLA all-gathers them before column-parallel layers and
+        reduce-scatters after row-parallel ones.
 
     Example:
       >>> import pdx
@@ -105,6 +110,7 @@ class HybridConfig:
     accumulate_steps: int = 1
     virtual_pp_degree: int = 1
     context_parallel: str = "ring"
+    sequence_parallel: bool = False
 
     def __post_init__(self):
         for field in ("sharding_degree", "mp_degree", "pp_degree", "sep_degree", "ep_degree", "accumulate_steps",
@@ -159,6 +165,10 @@ class HybridConfig:
         """Logical axis name -> mesh axis for this config (defaults plus overrides)."""
         rules = default_rules()
         rules.update(self.rules or {})
+        seq = rules.get(axes.SEQ)
+        if self.sequence_parallel and seq is not None:
+            seq = (seq,) if isinstance(seq, str) else tuple(seq)
+            rules[axes.SEQ] = seq + (("mp",) if "mp" not in seq else ())
         return rules
 
     @property

@@ -44,10 +44,19 @@ def _active():
     if not _MESH_STACK:
         return None
     mesh, config = _MESH_STACK[-1]
-    axis = config.axis_rules().get(axes.SEQ)
-    if not isinstance(axis, str):
+    axis = _sequence_axis(config.axis_rules())
+    if axis is None:
         return None
     return mesh, config, axis, mesh.shape.get(axis, 1)
+
+
+def _sequence_axis(rules):
+    """The mesh axis context parallelism runs over: the first one "seq" maps to (after it, with
+    `sequence_parallel`, comes "mp", whose split the attention's projections undo)."""
+    axis = rules.get(axes.SEQ)
+    if isinstance(axis, tuple):
+        axis = axis[0] if axis else None
+    return axis
 
 
 def context_parallel_active() -> bool:
@@ -279,7 +288,7 @@ def context_attention(q, k, v, *, causal: bool = False, segment_ids=None, window
     if segment_ids is not None and tuple(segment_ids.shape) != (b, s):
         raise ValueError(f"context_attention: segment_ids shape {tuple(segment_ids.shape)} must be (batch, seq_len) = {(b, s)}")
     rules = config.axis_rules()
-    axis = rules.get(axes.SEQ)
+    axis = _sequence_axis(rules)
     if not isinstance(axis, str) or axis not in mesh.shape:
         raise ValueError(f"context_attention: the rules put 'seq' on {axis!r}; it must be one mesh axis of {tuple(mesh.shape)}")
     n = mesh.shape[axis]

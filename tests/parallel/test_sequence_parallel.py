@@ -115,12 +115,13 @@ def _train_step(model, opt, tokens, labels):
     return loss
 
 
-def _setup(sep, impl, seq, batch, devices, mp=1, pp=1):
+def _setup(sep, impl, seq, batch, devices, mp=1, pp=1, sequence_parallel=False):
     pdx.seed(3)
     model = LlamaForCausalLM(CONFIG)
     opt = pdx.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model)
     config = parallel.HybridConfig(dp_degree=devices // (sep * mp * pp), sep_degree=sep, mp_degree=mp,
-                                   pp_degree=pp, accumulate_steps=pp, context_parallel=impl)
+                                   pp_degree=pp, accumulate_steps=pp, context_parallel=impl,
+                                   sequence_parallel=sequence_parallel)
     mesh = config.mesh(jax.devices()[:devices])
     parallel.shard([model, opt], config, mesh=mesh)
     rng = np.random.default_rng(seq)
@@ -163,6 +164,24 @@ def test_sep_train_steps_equal_one_device(sep, impl, mp, pp):
     for name, value in params.items():
         err = np.linalg.norm(value - ref_params[name]) / max(np.linalg.norm(ref_params[name]), 1e-12)
         assert err < 1e-5, f"sep={sep} mp={mp} pp={pp} {impl}: {name} differs by {err:.2e} (relative)"
+
+
+def test_megatron_sequence_parallel_splits_the_sequence_over_mp():
+    """HybridConfig(sequence_parallel=True): between blocks each tensor-parallel rank holds seq / mp tokens."""
+    def run(devices, **kw):
+        model, opt, config, mesh, data = _setup(1, "ring", 32, 4, devices, **kw)
+        with parallel.use_mesh(config, mesh):
+            text = _train_step.lower(model, opt, *data[0]).compile().as_text()
+            losses = [float(_train_step(model, opt, x, y)) for x, y in data]
+        return losses, set(re.findall(rf"f32\[1,(\d+),{CONFIG.hidden_size}\]", text))
+
+    ref_losses, _ = run(1)
+    plain_losses, plain_hidden = run(8, mp=2)
+    losses, hidden = run(8, mp=2, sequence_parallel=True)
+    assert parallel.HybridConfig(sequence_parallel=True, sep_degree=2).axis_rules()["seq"] == ("sep", "mp")
+    assert "16" in hidden and "16" not in plain_hidden, (hidden, plain_hidden)  # (batch/dp, seq/mp, hidden)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+    np.testing.assert_allclose(plain_losses, ref_losses, rtol=1e-5)
 
 
 def test_transformer_layers_constrain_the_sequence():

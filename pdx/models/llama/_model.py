@@ -22,7 +22,8 @@ from pdx.parallel import constrain, context_attention, context_parallel_active, 
 from pdx.nn.initializer import Normal
 
 
-# Activations between blocks: batch over dp/sharding, sequence over sep (a no-op outside use_mesh).
+# Activations between blocks: batch over dp/sharding, sequence over sep (and over mp with
+# HybridConfig(sequence_parallel=True)); a no-op outside use_mesh.
 _ACTIVATION = (axes.BATCH, axes.SEQ, axes.EMBED)
 
 
@@ -151,7 +152,7 @@ class LlamaDecoderLayer(Layer):
 
     def forward(self, x, cos, sin, segment_ids=None):
         x = constrain(x, _ACTIVATION)
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, segment_ids)
+        x = constrain(x + self.self_attn(self.input_layernorm(x), cos, sin, segment_ids), _ACTIVATION)
         return constrain(x + self.mlp(self.post_attention_layernorm(x)), _ACTIVATION)
 
     def decode(self, x, cos, sin, cache, index):
