@@ -174,6 +174,20 @@ DIFFERENCES: dict[str, str] = {
         "Paddle's flex-checkpoint internals: pdx saves and reshards sharded arrays directly (dist.save_state_dict / load_state_dict, pdx.checkpoint)",
     "paddle.distributed.split":
         "builds parameters inside a function call; use the layers fleet.meta_parallel.ColumnParallelLinear / RowParallelLinear / VocabParallelEmbedding",
+    "paddle.text.Conll05st":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.Imdb":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.Imikolov":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.Movielens":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.UCIHousing":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.WMT14":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
+    "paddle.text.WMT16":
+        "downloads a public dataset; pdx never downloads: read local files with pdx.text.read_documents / pdx.io datasets",
     "paddle.distributed.to_distributed":
         "automatic layout search; pick the layout with dist.parallelize or fleet's hybrid_configs (pdx.parallel.HybridConfig)",
 }

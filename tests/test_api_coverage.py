@@ -33,6 +33,7 @@ FLOORS = {
     "paddle.vision.transforms": 1.0,
     "paddle.quantization": 1.0,
     "paddle.distributed": 0.81,
+    "paddle.text": 0.22,
 }
 
 

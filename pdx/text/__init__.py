@@ -6,6 +6,7 @@
     read_documents, bundled_corpus, tokenize_corpus (worker processes), TokenFile (memory-mapped)
     pack_documents, PackedDataset, lm_targets    rows of seq_len tokens with segment ids per document
     perplexity, multiple_choice, load_choice_task  evaluation of a causal LM (held-out tokens; lm-eval style tasks)
+    viterbi_decode, ViterbiDecoder                 Paddle's CRF decoding (`paddle.text`)
 """
 
 from pdx.text._data import (
@@ -19,12 +20,14 @@ from pdx.text._data import (
 )
 from pdx.text._eval import load_choice_task, multiple_choice, perplexity
 from pdx.text._tokenizer import Tokenizer, TokenizerError, train_bpe
+from pdx.text._viterbi import ViterbiDecoder, viterbi_decode
 
 __all__ = [
     "PackedDataset",
     "TokenFile",
     "Tokenizer",
     "TokenizerError",
+    "ViterbiDecoder",
     "bundled_corpus",
     "lm_targets",
     "load_choice_task",
@@ -34,4 +37,5 @@ __all__ = [
     "read_documents",
     "tokenize_corpus",
     "train_bpe",
+    "viterbi_decode",
 ]

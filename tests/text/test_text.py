@@ -223,3 +223,20 @@ def test_perplexity_and_multiple_choice_against_transformers(bpe, corpus, tmp_pa
     (tmp_path / "bad.jsonl").write_text('{"context": "a", "choices": ["b"], "answer": 0}\n')
     with pytest.raises(text.TokenizerError, match="line 1: expected"):
         text.load_choice_task(tmp_path / "bad.jsonl")
+
+
+def test_viterbi_decode_equals_paddle(paddle):
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        b, t, n = int(rng.integers(1, 5)), int(rng.integers(1, 7)), int(rng.integers(2, 6))
+        potentials = rng.standard_normal((b, t, n)).astype(np.float32)
+        transitions = rng.standard_normal((n, n)).astype(np.float32)
+        lengths = rng.integers(1, t + 1, b).astype(np.int64)
+        for bos in (True, False):
+            want_s, want_p = paddle.text.viterbi_decode(paddle.to_tensor(potentials), paddle.to_tensor(transitions),
+                                                        paddle.to_tensor(lengths), bos)
+            got_s, got_p = text.ViterbiDecoder(transitions, include_bos_eos_tag=bos)(potentials, lengths)
+            np.testing.assert_allclose(np.asarray(got_s), want_s.numpy(), rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(np.asarray(got_p), want_p.numpy())
+    with pytest.raises(ValueError, match=r"need potentials \[B, T, N\]"):
+        text.viterbi_decode(np.zeros((2, 3)), np.zeros((3, 3)), np.ones(2))
