@@ -70,6 +70,7 @@ class PretrainConfig:
     pp: int = dataclasses.field(default=1, metadata={"help": "pipeline stages"})
     sep: int = dataclasses.field(default=1, metadata={"help": "sequence (context) parallel degree"})
     context_parallel: str = dataclasses.field(default="ring", metadata={"help": "attention with --sep > 1: ring or allgather"})
+    sequence_parallel: bool = dataclasses.field(default=False, metadata={"help": "Megatron sequence parallel: activations between blocks split over mp too"})
     accumulate_steps: int = dataclasses.field(default=1, metadata={"help": "pipeline microbatches"})
     virtual_pp: int = dataclasses.field(default=1, metadata={"help": "virtual pipeline stages (interleaved schedule)"})
     log_every: int = dataclasses.field(default=10, metadata={"help": "steps between log lines"})
@@ -154,6 +155,7 @@ def main(argv=None) -> int:
     hybrid = pdx.parallel.HybridConfig(dp_degree=config.dp, sharding_degree=config.sharding,
                                        sharding_stage=config.sharding_stage, mp_degree=config.mp,
                                        pp_degree=config.pp, sep_degree=config.sep, context_parallel=config.context_parallel,
+                                       sequence_parallel=config.sequence_parallel,
                                        accumulate_steps=config.accumulate_steps, virtual_pp_degree=config.virtual_pp)
     mesh = hybrid.mesh()
 
