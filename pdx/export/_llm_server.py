@@ -340,30 +340,8 @@ def serve_llm(model, *, host: str = "127.0.0.1", port: int = 8000, log_level: st
 
     Example: `serve_llm("runs/llm_finetune/hf", port=8000, max_slots=32)`.
     """
-    import socket
-
-    import uvicorn
-
-    from pdx.export._server import _stop_quietly
-    from pdx.export._server_http import draining_server, header_timeout_protocol
+    from pdx.export._server import run_app
 
     app = create_llm_app(model, **options)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        sock.close()
-        raise ValueError(f"pdx serve: cannot bind {host}:{port} ({e.strerror}); pick another --port") from None
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on",
-                            http=header_timeout_protocol(header_timeout_s, keep_alive_s),
-                            timeout_keep_alive=keep_alive_s, timeout_graceful_shutdown=graceful_timeout_s)
-    server = draining_server(config, on_shutdown=lambda: app.state.service.begin_drain(graceful_timeout_s))
-    if ready_message:
-        print(f"pdx serve: listening on http://{host}:{sock.getsockname()[1]}", flush=True)
-    try:
-        with _stop_quietly():
-            server.run(sockets=[sock])
-    finally:
-        sock.close()
+    run_app(app, host=host, port=port, log_level=log_level, ready_message=ready_message,
+            header_timeout_s=header_timeout_s, keep_alive_s=keep_alive_s, graceful_timeout_s=graceful_timeout_s)

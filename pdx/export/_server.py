@@ -420,14 +420,10 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
       >>> import pdx
       >>> pdx.export.serve("out/lenet", port=8000, max_batch_size=16)  # doctest: +SKIP
     """
-    import uvicorn
-
-    from pdx.export._server_http import draining_server, header_timeout_protocol
-
     _check_seconds("serve", header_timeout_s=(header_timeout_s, True), keep_alive_s=(keep_alive_s, True),
                    graceful_timeout_s=(graceful_timeout_s, False))
     failure: list[str] = []
-    server: uvicorn.Server | None = None
+    server = None
 
     def on_load_error(reason: str) -> None:
         failure.append(reason)
@@ -435,6 +431,29 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
             server.should_exit = True
 
     app = create_app(model, on_load_error=on_load_error, **options)
+
+    def made(uvicorn_server):
+        nonlocal server
+        server = uvicorn_server
+
+    run_app(app, host=host, port=port, log_level=log_level, ready_message=ready_message,
+            header_timeout_s=header_timeout_s, keep_alive_s=keep_alive_s, graceful_timeout_s=graceful_timeout_s,
+            on_server=made)
+    if failure:
+        raise RuntimeError(f"pdx serve: cannot load the model: {failure[0]}")
+
+
+def run_app(app, *, host: str, port: int, log_level: str, ready_message: bool, header_timeout_s: float,
+            keep_alive_s: float, graceful_timeout_s: float, on_server=None) -> None:
+    """Bind host:port and run `app` (whose `app.state.service` has `begin_drain`) on uvicorn until stopped.
+
+    The connection limits and the draining shutdown of `serve`; shared by `pdx serve` and `pdx serve --llm`.
+    `on_server(uvicorn_server)` is called before it starts.
+    """
+    import uvicorn
+
+    from pdx.export._server_http import draining_server, header_timeout_protocol
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -448,6 +467,8 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
                             http=header_timeout_protocol(header_timeout_s, keep_alive_s), timeout_keep_alive=keep_alive_s,
                             timeout_graceful_shutdown=graceful_timeout_s)
     server = draining_server(config, on_shutdown=lambda: app.state.service.begin_drain(graceful_timeout_s))
+    if on_server is not None:
+        on_server(server)
     if ready_message:
         where = f"[{host}]" if family == socket.AF_INET6 else host
         print(f"pdx serve: listening on http://{where}:{bound_port}", flush=True)
@@ -456,5 +477,3 @@ def serve(model, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, log_leve
             server.run(sockets=[sock])
     finally:
         sock.close()
-    if failure:
-        raise RuntimeError(f"pdx serve: cannot load the model: {failure[0]}")

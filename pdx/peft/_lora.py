@@ -27,6 +27,8 @@ from flax import nnx
 
 import pdx.nn.functional as F
 from pdx import _safefile
+from pdx._sublayers import set_child as _set_child
+from pdx._sublayers import walk as _walk
 from pdx.nn import Dropout, Identity, Layer, Linear
 from pdx.nn.initializer import Constant, KaimingUniform
 
@@ -147,25 +149,6 @@ class LoRALinear(Layer):
         if self.bias is not None:
             out.bias.set_value(self.bias.get_value())
         return out
-
-
-def _walk(layer, prefix, visit):
-    for name, child in list(layer.named_children()):
-        full = f"{prefix}.{name}" if prefix else name
-        if visit(layer, name, full, child) is not False and isinstance(child, Layer):
-            _walk(child, full, visit)
-
-
-def _set_child(parent, name: str, child) -> None:
-    head, _, key = name.partition(".")
-    if not key:
-        if hasattr(type(parent), "__setitem__") and not hasattr(parent, head):
-            parent[int(head) if head.isdigit() else head] = child
-        else:
-            setattr(parent, head, child)
-        return
-    container = getattr(parent, head)
-    container[int(key) if isinstance(container, (list, nnx.List)) else key] = child
 
 
 class LoRAModel(Layer):

@@ -4,36 +4,13 @@ from __future__ import annotations
 
 import copy
 
-from flax import nnx
-
+from pdx._sublayers import set_child as _set_child
+from pdx._sublayers import walk as _walk
 from pdx.nn import Layer
 from pdx.quantization._config import QuantConfig
 from pdx.quantization._layers import converted_type
 
 __all__ = ["PTQ", "QAT", "Quantization"]
-
-
-def _set_child(parent, name: str, child) -> None:
-    """Replace the direct child `name` of `parent` ("a" or "container.key" as named_children names it)."""
-    head, _, key = name.partition(".")
-    if not key:
-        if hasattr(type(parent), "__setitem__") and not hasattr(parent, head):
-            parent[int(head) if head.isdigit() else head] = child
-        else:
-            setattr(parent, head, child)
-        return
-    container = getattr(parent, head)
-    container[int(key) if isinstance(container, (list, nnx.List)) else key] = child
-
-
-def _walk(layer, prefix, visit):
-    """Call visit(parent, child_name, dotted_name, child) for every sublayer, parents before children."""
-    for name, child in list(layer.named_children()):
-        full = f"{prefix}.{name}" if prefix else name
-        if visit(layer, name, full, child) is False:
-            continue
-        if isinstance(child, Layer):
-            _walk(child, full, visit)
 
 
 class Quantization:

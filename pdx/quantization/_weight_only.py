@@ -154,7 +154,8 @@ def weight_only_quantize(model: Layer, algo: str = "weight_only_int8", group_siz
       >>> type(weight_only_quantize(net)[0]).__name__
       'WeightOnlyLinear'
     """
-    from pdx.quantization._quantize import _set_child, _walk
+    from pdx._sublayers import set_child as _set_child
+    from pdx._sublayers import walk as _walk
 
     _bits(algo)
     swapped = []
