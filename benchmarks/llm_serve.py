@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import signal
@@ -52,11 +53,16 @@ async def round_trip(url: str, prompts: list[str], max_tokens: int):
         async with client.stream("POST", url + "/v1/completions",
                                  json={"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
                                        "stream": True}) as r:
+            if r.status_code != 200:
+                raise RuntimeError(f"request failed: {r.status_code} {(await r.aread())[:200]!r}")
             async for line in r.aiter_lines():
                 if line.startswith("data: {"):
-                    if tokens == 0:
+                    chunk = json.loads(line[6:])
+                    if tokens == 0 and chunk["choices"][0]["text"]:
                         first.append(time.perf_counter() - t0)
-                    tokens += 1
+                        tokens = -1
+                    if "usage" in chunk:
+                        tokens = chunk["usage"]["completion_tokens"]
         return tokens
 
     start = time.perf_counter()
@@ -82,7 +88,7 @@ def main(argv=None) -> int:
     config = LlamaConfig.from_preset(args.preset, vocab_size=tok.vocab_size, max_position_embeddings=256)
     save_hf_pretrained(LlamaForCausalLM(config, rngs=0), directory, tokenizer=tok)
     words = " ".join(text.bundled_corpus()[50].split())
-    prompts = [words[: 20 + 7 * i] for i in range(args.concurrency)]
+    prompts = [words[: 20 + 3 * i] for i in range(args.concurrency)]  # + max_tokens fits max_len
     # eos never ends a request early: the random model rarely emits it, and every request counts its own tokens
     servers = {"continuous batching (32 slots)": start(directory, 32, 256),
                "one at a time (1 slot)": start(directory, 1, 256)}

@@ -224,10 +224,19 @@ class _LLMService:
 
         if stream:
             async def sse():
+                pending = None
                 try:
                     while True:
-                        event, payload = await events.get()
+                        event, payload = pending or await events.get()
+                        pending = None
                         if event == "token":
+                            # deltas that queued while this client was being written to go out as one chunk
+                            while not events.empty():
+                                more = events.get_nowait()
+                                if more[0] != "token":
+                                    pending = more
+                                    break
+                                payload += more[1]
                             chunk = {"id": ident, "object": f"{kind}.chunk", "created": created, "model": self.name,
                                      "choices": [choice(payload, None, True)]}
                             yield f"data: {json.dumps(chunk)}\n\n"
