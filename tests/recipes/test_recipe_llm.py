@@ -82,7 +82,8 @@ def test_resume_gives_bitwise_equal_losses(full, workdir):
     assert {"event": "resumed", "step": 30} in second
     losses = lambda records: {r["step"]: r["loss"] for r in records if "loss" in r and "step" in r}  # noqa: E731
     want, got = losses(straight), {**losses(first), **losses(second)}
-    assert sorted(got) == sorted(want) and all(got[s] == want[s] for s in want), (got, want)
+    # the same loss at every logged step (the stopped run also logs its last step, 30)
+    assert set(got) - set(want) <= {30} and all(got[s] == want[s] for s in want), (got, want)
     assert done(second)["exact_match_after"] == done(straight)["exact_match_after"]
 
     # the LoRA checkpoint converts to a Hugging Face directory equal to the recipe's own merged export
