@@ -1,6 +1,6 @@
 """pdx.parallel: Paddle's hybrid parallelism as sharding over one device mesh.
 
-    HybridConfig        dp x pp x sharding x sep x mp degrees -> jax.sharding.Mesh
+    HybridConfig        dp x pp x sharding x ep x sep x mp degrees -> jax.sharding.Mesh
     default_rules       logical axis name -> mesh axis
     shard               place a Layer / optimizer by logical names and ZeRO stage
     constrain, use_mesh constrain activations by logical names inside a step
@@ -9,6 +9,7 @@
     logical_to_spec, zero_spec   the rules as functions
     collectives, collective_summary   collectives in a compiled step's HLO
     run_layers, pipeline, bubble_fraction   layer stacks: loop, scan or GPipe/interleaved pipeline
+    pipeline_1f1b_loss  the 1F1B schedule (loss head inside; memory set by the stages, not the microbatches)
     init                join the multi-process job (`pdx launch`, SLURM, Kubernetes)
     configure_launch    the `pdx launch` arguments on an argparse parser (for other launcher spellings)
 """
@@ -19,6 +20,7 @@ from pdx.parallel._hlo import Collective, collective_summary, collectives
 from pdx.parallel._launch import configure as configure_launch
 from pdx.parallel._launch import init
 from pdx.parallel._pipeline import bubble_fraction, pipeline, run_layers
+from pdx.parallel._pipeline_1f1b import pipeline_1f1b_loss
 from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "logical_to_spec",
     "named_sharding",
     "pipeline",
+    "pipeline_1f1b_loss",
     "run_layers",
     "shard",
     "use_mesh",
