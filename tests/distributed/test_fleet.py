@@ -181,10 +181,11 @@ def test_tensor_parallel_program_matches_one_device(reference, fleet_job):
     assert "all-reduce" in hlo or "reduce-scatter" in hlo
 
 
-def test_pipeline_program_matches_one_device(reference, fleet_job):
+@pytest.mark.parametrize("schedule", ["1F1B", "FThenB"])
+def test_pipeline_program_matches_one_device(reference, fleet_job, schedule):
     strategy = fleet.DistributedStrategy()
     strategy.hybrid_configs = {"dp_degree": 2, "mp_degree": 2, "pp_degree": 2}
-    strategy.pipeline_configs = {"accumulate_steps": 2, "micro_batch_size": BATCH // 2}
+    strategy.pipeline_configs = {"accumulate_steps": 2, "micro_batch_size": BATCH // 2, "schedule_mode": schedule}
     fleet.init(is_collective=True, strategy=strategy)
     hcg = fleet.get_hybrid_communicate_group()
     assert hcg.get_parallel_mode() == fleet.ParallelMode.PIPELINE_PARALLEL
@@ -196,6 +197,7 @@ def test_pipeline_program_matches_one_device(reference, fleet_job):
     model = fleet.distributed_model(model)
     opt = fleet.distributed_optimizer(opt)
     assert isinstance(model, fleet.meta_parallel.PipelineParallel)
+    assert model._one_f_one_b == (schedule == "1F1B")  # Paddle's default schedule runs as 1F1B
     losses = [float(model.train_batch([x, y], opt)) for x, y in data()]
     assert_same((losses, params(model)), reference["pipe"])
 

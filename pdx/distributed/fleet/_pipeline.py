@@ -15,6 +15,9 @@ parameter and its gradient is the sum of both uses.
 Data flow of `model.train_batch([x, y], opt)`: one `pdx.jit` step —
 `value_and_grad` of `loss_fn(model(x), y)` (the batch split over the
 data-parallel axes), `opt.step(grads)` — then the LR scheduler's step.
+With `pipeline_configs["schedule_mode"] = "1F1B"` (the default, as in
+Paddle) the block run, the layers after it and the loss go through
+`pdx.parallel.pipeline_1f1b_loss`; "FThenB" uses GPipe (`run_layers`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from pdx._graph import check_identical
 from pdx.nn import Layer, LayerDict, LayerList, LayerStack
 
 __all__ = ["LayerDesc", "PipelineLayer", "PipelineParallel", "SharedLayerDesc"]
+
+# pipeline_configs["schedule_mode"]: 1F1B (the default, as Paddle's) or the GPipe-like forward-then-backward
+# (also under its virtual-pipeline name, run interleaved when virtual_pp_degree > 1).
+_SCHEDULES = {"1F1B", "FThenB", "VPP"}
 
 
 class LayerDesc:
@@ -185,10 +192,27 @@ class PipelineLayer(Layer):
         return self._num_stages
 
     def forward(self, input):  # noqa: A002  (Paddle's argument name)
+        return self._run(input, self._plan)
+
+    def pipelined_loss(self, x, y, num_microbatches: int):
+        """`loss_fn(self(x), y)` with the block run on the 1F1B schedule (`pdx.parallel.pipeline_1f1b_loss`).
+
+        Layers before the blocks run as usual; the layers after them and the
+        loss are the schedule's head, computed per microbatch on the last stage.
+        """
+        from pdx.parallel import pipeline_1f1b_loss
+
+        k = self._plan.index(("blocks",))
+        h = self._run(x, self._plan[:k])
+        after = self._plan[k + 1:]
+        tail = [self.layers_after, self.shared_layers] + ([self._loss_fn] if isinstance(self._loss_fn, Layer) else [])
+        return pipeline_1f1b_loss(self.blocks, h, y, tail, lambda _, hidden, t: self._loss_fn(self._run(hidden, after), t),
+                                  num_stages=self._num_stages, num_microbatches=num_microbatches)
+
+    def _run(self, x, steps):
         from pdx.parallel import run_layers
 
-        x = input
-        for step in self._plan:
+        for step in steps:
             if step[0] == "blocks":
                 x = _call(lambda *a: run_layers(self.blocks, *a), x)
             elif step[0] == "before":
@@ -216,6 +240,13 @@ class PipelineParallel(Layer):
         self._hcg = hcg
         self._accumulate_steps = strategy.hybrid_config().accumulate_steps if strategy is not None else 1
         self._micro_batch_size = strategy.pipeline_configs.get("micro_batch_size") if strategy is not None else None
+        schedule = strategy.pipeline_configs.get("schedule_mode", "1F1B") if strategy is not None else "1F1B"
+        if schedule not in _SCHEDULES:
+            raise ValueError(f"PipelineParallel: pipeline_configs['schedule_mode']={schedule!r}; pdx runs "
+                             f"{sorted(_SCHEDULES)}")
+        # 1F1B (Paddle's default) needs the block run and at least as many microbatches as stages
+        self._one_f_one_b = (schedule == "1F1B" and layers.blocks is not None and layers.get_num_stages() > 1
+                             and self._accumulate_steps >= layers.get_num_stages())
 
     def forward(self, *inputs):
         from pdx.distributed.fleet._fleet import _split_batch
@@ -244,6 +275,8 @@ class PipelineParallel(Layer):
         from pdx.distributed.fleet._fleet import _split_batch
 
         x = tuple(_split_batch(x)) if isinstance(x, tuple) else _split_batch([x])[0]
+        if self._one_f_one_b and not isinstance(x, tuple) and self.training:
+            return self._layers.pipelined_loss(x, y, self._accumulate_steps)
         return self._layers._loss_fn(self._layers(x), y)
 
     def train_batch(self, data, optimizer, lr_scheduler=None, scaler=None):
