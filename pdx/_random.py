@@ -17,12 +17,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import numpy as np
 from flax import nnx
 from jax._src import core as _jax_core
 
-__all__ = ["seed", "seed_lazily", "get_rng_state", "set_rng_state", "next_key", "in_trace", "as_rngs"]
+__all__ = ["seed", "seed_lazily", "get_rng_state", "set_rng_state", "next_key", "in_trace", "as_rngs", "traced_generator"]
 
 _DEFAULT_SEED = 0
 _state: dict = {"key": None, "first_seed": _DEFAULT_SEED}
@@ -99,12 +101,29 @@ def next_key(key=None, *, op: str = "random op") -> jax.Array:
         if isinstance(key, jax.Array) and not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
             key = jax.random.wrap_key_data(key)
         return key
-    if in_trace():
+    if in_trace() and not _state.get("traced"):
         raise RuntimeError(_KEY_UNDER_TRACE.format(op=op))
     current = get_rng_state()
     new_state, sub = jax.random.split(current)
     _state["key"] = new_state
     return sub
+
+
+@contextlib.contextmanager
+def traced_generator(key: jax.Array):
+    """Let the global generator advance from `key` inside one trace, then restore it.
+
+    For shape-only model building (`nnx.eval_shape(lambda: Model())`): layers
+    that draw their initial weights from the global generator work under the
+    trace without touching the real generator.
+    """
+    saved = dict(_state)
+    _state["key"], _state["traced"] = key, True
+    try:
+        yield
+    finally:
+        _state.clear()
+        _state.update(saved)
 
 
 def as_rngs(rngs) -> nnx.Rngs | None:

@@ -1,10 +1,25 @@
 """pdx.models: the model zoo.
 
+    pdx.models.list()                    every named model: family, task, config, parameter count
+    pdx.models.create(name, **kw)        build one with fresh weights
+    pdx.models.save_pretrained(m, dir, name=)   config.json + model.safetensors
+    pdx.models.from_pretrained(path)     build and load a local directory or weights file
+                                         (pdx, Hugging Face or Paddle .pdparams names)
     pdx.models.llama    LLaMA-style decoders (presets tiny .. 7b), generation, HF weight import
 
-Vision models live in `pdx.vision.models` (Paddle's place for them).
+Vision models live in `pdx.vision.models` (Paddle's place for them) and are
+listed here too.
 """
 
 from pdx.models import llama
+from pdx.models import _builtin  # noqa: F401  (registers llama and the vision models)
+from pdx.models._zoo import ZooEntry
+from pdx.models._zoo import create
+from pdx.models._zoo import from_pretrained
+from pdx.models._zoo import list  # noqa: A004
+from pdx.models._zoo import register
+from pdx.models._zoo import register_foreign
+from pdx.models._zoo import save_pretrained
 
-__all__ = ["llama"]
+__all__ = ["llama", "ZooEntry", "create", "from_pretrained", "list", "register", "register_foreign",
+           "save_pretrained"]

@@ -1,0 +1,94 @@
+"""pdx.models' registry: list / create / save_pretrained / from_pretrained, checked against paddle and transformers."""
+
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pdx
+import pdx.models
+
+
+def test_list_counts_parameters_like_the_references(paddle):
+    rows = {r["name"]: r for r in pdx.models.list()}
+    assert {"llama-tiny", "lenet", "resnet18", "mobilenet_v2"} <= set(rows)
+    for row in rows.values():
+        assert set(row) == {"name", "family", "task", "config", "description", "params"}
+        json.dumps(row["config"])  # plain JSON values
+    # paddle counts trainable parameters; BatchNorm statistics are its non-trainable ones
+    for name, build in [("resnet18", paddle.vision.models.resnet18), ("mobilenet_v2", paddle.vision.models.mobilenet_v2),
+                        ("lenet", paddle.vision.models.LeNet)]:
+        ref = sum(int(np.prod(p.shape)) for p in build().parameters() if p.trainable)
+        assert rows[name]["params"] == ref, name
+    transformers = pytest.importorskip("transformers")
+    cfg = dict(rows["llama-tiny"]["config"])
+    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg))
+    assert rows["llama-tiny"]["params"] == hf.num_parameters()
+    assert [r["name"] for r in pdx.models.list("llama", params=False)][0] == "llama-tiny"
+
+
+def test_save_and_from_pretrained_round_trip(tmp_path):
+    pdx.seed(3)
+    model = pdx.models.create("lenet", num_classes=4)
+    path = pdx.models.save_pretrained(model, tmp_path / "lenet", name="lenet", num_classes=4)
+    assert json.loads((path / "config.json").read_text()) == {"pdx_model": "lenet", "overrides": {"num_classes": 4}}
+    again = pdx.models.from_pretrained(path)
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(2, 1, 28, 28)), jnp.float32)
+    model.eval(), again.eval()
+    np.testing.assert_array_equal(np.asarray(model(x)), np.asarray(again(x)))
+
+
+def test_from_pretrained_reads_paddle_pdparams(tmp_path, paddle):
+    paddle.seed(0)
+    net = paddle.vision.models.LeNet(num_classes=10)
+    net.eval()
+    paddle.save(net.state_dict(), str(tmp_path / "lenet.pdparams"))
+    x = np.random.default_rng(1).normal(size=(3, 1, 28, 28)).astype("float32")
+    ref = net(paddle.to_tensor(x)).numpy()
+    model = pdx.models.from_pretrained(tmp_path / "lenet.pdparams", name="lenet")
+    model.eval()
+    np.testing.assert_allclose(np.asarray(model(jnp.asarray(x))), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_from_pretrained_reads_a_hugging_face_llama_directory(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+                                   attn_implementation="eager")
+    hf = transformers.LlamaForCausalLM(cfg).eval()
+    hf.save_pretrained(tmp_path / "hf", safe_serialization=True)
+    model = pdx.models.from_pretrained(tmp_path / "hf")
+    ids = np.random.default_rng(0).integers(0, 64, (2, 9))
+    with torch.no_grad():
+        ref = hf(torch.tensor(ids)).logits.numpy()
+    got = np.asarray(model(jnp.asarray(ids, jnp.int32)))
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_bad_input_names_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="no model named 'resnet19'.*pdx.models.list"):
+        pdx.models.create("resnet19")
+    with pytest.raises(ValueError, match="family='nope'"):
+        pdx.models.list("nope")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        pdx.models.from_pretrained(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no weights"):
+        pdx.models.from_pretrained(tmp_path / "empty", name="lenet")
+    model = pdx.models.create("lenet", num_classes=4)
+    path = pdx.models.save_pretrained(model, tmp_path / "four", name="lenet", num_classes=4)
+    with pytest.raises(ValueError, match="shape"):
+        pdx.models.from_pretrained(path, num_classes=10)
+    (path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        pdx.models.from_pretrained(path)
+    (path / "config.json").write_text(json.dumps({"model_type": "gpt9"}))
+    with pytest.raises(ValueError, match="cannot tell which model.*pass name="):
+        pdx.models.from_pretrained(path)
+    with pytest.raises(ValueError, match="missing"):
+        pdx.models.from_pretrained(path, name="resnet18")
+    with pytest.raises(TypeError, match="JSON values"):
+        pdx.models.save_pretrained(model, tmp_path / "x", name="lenet", num_classes=object())
