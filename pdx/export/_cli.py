@@ -3,10 +3,14 @@
     pdx export MODULE:FACTORY --input-spec "image:None,1,8,8:float32" \\
         [--weights model.safetensors|model.pdparams|MODEL_SAVE_PREFIX] \\
         --target xla --target iree-llvm-cpu --out artifacts/lenet
+    pdx export resnet18 --out artifacts/resnet18          # a pdx.models zoo name
+    pdx export out/bert-cls --out artifacts/bert          # a pdx.models.save_pretrained directory
 
 MODULE:FACTORY names a Layer, or a function/class that returns one when
 called without arguments (`pdx.vision.models:resnet18`,
-`recipes.quickstart:LeNet`); the current directory is importable. Prints a
+`recipes.quickstart:LeNet`); the current directory is importable. A zoo name
+(`pdx.models.list()`) or a `from_pretrained` directory needs no
+--input-spec: the zoo knows each model's inputs. Prints a
 summary (parameters, program size, op histogram, targets written); exits 1
 with a one-line reason when the export fails, 2 on a usage error.
 """
@@ -28,10 +32,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add `pdx export`'s arguments and set `func`."""
     from pdx.export._export import TARGETS
 
-    parser.add_argument("model", metavar="MODULE:FACTORY",
-                        help="a Layer, or a function/class returning one, e.g. pdx.vision.models:resnet18")
-    parser.add_argument("--input-spec", action="append", required=True, metavar="[NAME:]DIMS[:DTYPE]",
-                        help="one per input, e.g. 'image:None,3,224,224:float32' (None, -1 or ? = dynamic)")
+    parser.add_argument("model", metavar="MODULE:FACTORY|ZOO_NAME|DIR",
+                        help="a Layer, or a function/class returning one, e.g. pdx.vision.models:resnet18; "
+                             "a pdx.models zoo name (resnet18); or a pdx.models.from_pretrained directory")
+    parser.add_argument("--input-spec", action="append", metavar="[NAME:]DIMS[:DTYPE]",
+                        help="one per input, e.g. 'image:None,3,224,224:float32' (None, -1 or ? = dynamic); "
+                             "zoo models default to their registered inputs")
     parser.add_argument("--target", action="append", choices=TARGETS, metavar="TARGET",
                         help=f"repeatable; one of {', '.join(TARGETS)} (xla is always written)")
     parser.add_argument("--out", required=True, metavar="DIR", help="the artifact directory to write")
@@ -126,10 +132,27 @@ def _is_dims(text: str) -> bool:
     return all(d in _DYNAMIC or d.isdigit() for d in items) and any(items)
 
 
+def _zoo_model(ref: str):
+    """(model, zoo entry) for a zoo name or a from_pretrained directory; None for MODULE:FACTORY."""
+    import json
+
+    from pdx import models
+
+    path = pathlib.Path(ref)
+    if (path / "config.json").is_file():
+        config = json.loads((path / "config.json").read_text())
+        name = config.get("pdx_model") if isinstance(config, dict) else None
+        return models.from_pretrained(path), (models.get(name) if name else None)
+    if ":" not in ref and ref in {row["name"] for row in models.list(params=False)}:
+        return models.create(ref), models.get(ref)
+    return None
+
+
 def _resolve_model(ref: str):
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"model {ref!r} must be MODULE:FACTORY, e.g. pdx.vision.models:resnet18")
+        raise ValueError(f"model {ref!r} must be MODULE:FACTORY (e.g. pdx.vision.models:resnet18), a zoo name "
+                         f"from pdx.models.list() or a pdx.models.save_pretrained directory")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # like `python -m`: the user's own modules
     module = importlib.import_module(module_name)
@@ -163,14 +186,22 @@ def _load_weights(model, path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `pdx export`; returns the exit code."""
     try:
-        specs = [parse_input_spec(s, i) for i, s in enumerate(args.input_spec)]
-    except ValueError as e:
+        zoo = _zoo_model(args.model)
+        model, entry = zoo if zoo is not None else (None, None)
+        if zoo is None and ":" not in args.model:
+            raise ValueError(f"model {args.model!r} is not a zoo name from pdx.models.list(), a "
+                             "pdx.models.save_pretrained directory or MODULE:FACTORY (e.g. pdx.vision.models:resnet18)")
+        texts = args.input_spec or (entry.inputs if entry is not None else ())
+        if not texts:
+            raise ValueError(f"{args.model!r} needs --input-spec (one per input, e.g. 'image:None,3,224,224:float32')")
+        specs = [parse_input_spec(s, i) for i, s in enumerate(texts)]
+    except (ValueError, OSError) as e:
         print(f"pdx export: error: {e}", file=sys.stderr)
         return 2
     try:
         from pdx.export._export import export
 
-        model = _resolve_model(args.model)
+        model = model if model is not None else _resolve_model(args.model)
         if args.weights:
             _load_weights(model, args.weights)
         model.eval()

@@ -1,7 +1,7 @@
 """pdx.models: the model zoo.
 
     pdx.models.list()                    every named model: family, task, config, parameter count
-    pdx.models.create(name, **kw)        build one with fresh weights
+    pdx.models.create(name, **kw)        build one with fresh weights (`pdx export NAME` exports it)
     pdx.models.save_pretrained(m, dir, name=)   config.json + model.safetensors
     pdx.models.from_pretrained(path)     build and load a local directory or weights file
                                          (pdx, Hugging Face or Paddle .pdparams names)
@@ -16,10 +16,11 @@ from pdx.models import _builtin  # noqa: F401  (registers llama and the vision m
 from pdx.models._zoo import ZooEntry
 from pdx.models._zoo import create
 from pdx.models._zoo import from_pretrained
+from pdx.models._zoo import get
 from pdx.models._zoo import list  # noqa: A004
 from pdx.models._zoo import register
 from pdx.models._zoo import register_foreign
 from pdx.models._zoo import save_pretrained
 
-__all__ = ["llama", "ZooEntry", "create", "from_pretrained", "list", "register", "register_foreign",
+__all__ = ["llama", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
            "save_pretrained"]

@@ -22,10 +22,11 @@ def _llama_from_hf(config):
 
 for _preset, _name in _LLAMA_NAMES.items():
     register(_name, _llama_builder(_preset), family="llama", task="causal-lm", config=llama.PRESETS[_preset],
-             description=f"LLaMA-style decoder, preset {_preset!r}")
+             description=f"LLaMA-style decoder, preset {_preset!r}", inputs=("input_ids:None,None:int32",))
 for _model_type in ("llama", "qwen2", "mistral"):
     register_foreign(_model_type, _llama_from_hf, llama.hf_to_pdx)
 
+_IMAGE = ("image:None,3,224,224:float32",)
 _VISION = {
     "lenet": (vision.models.LeNet, {"num_classes": 10}, "LeNet-5 for 28x28 grey images"),
     "resnet18": (vision.models.resnet18, {"depth": 18, "num_classes": 1000}, "ResNet-18 (Paddle's names)"),
@@ -36,4 +37,4 @@ _VISION = {
 }
 for _name, (_build, _config, _text) in _VISION.items():
     register(_name, _build, family=_name.rstrip("0123456789_v"), task="image-classification", config=_config,
-             description=_text)
+             description=_text, inputs=("image:None,1,28,28:float32",) if _name == "lenet" else _IMAGE)

@@ -48,6 +48,7 @@ class ZooEntry(NamedTuple):
     build: Callable[..., Any]
     config: Mapping[str, Any]
     description: str
+    inputs: tuple[str, ...]
 
 
 _ENTRIES: dict[str, ZooEntry] = {}
@@ -55,7 +56,8 @@ _FOREIGN: dict[str, Foreign] = {}
 
 
 def register(name: str, build: Callable[..., Any], *, family: str, task: str,
-             config: Mapping[str, Any] | None = None, description: str = "") -> None:
+             config: Mapping[str, Any] | None = None, description: str = "",
+             inputs: tuple[str, ...] = ()) -> None:
     """Add a named model to the zoo.
 
     Args:
@@ -65,6 +67,8 @@ def register(name: str, build: Callable[..., Any], *, family: str, task: str,
       task: e.g. "sequence-classification", "causal-lm", "image-classification".
       config: the hyperparameters shown by `list()` (plain JSON values).
       description: one line.
+      inputs: its inputs as `pdx export --input-spec` strings ("[NAME:]DIMS[:DTYPE]",
+        e.g. "image:None,3,224,224:float32"), so `pdx export NAME` needs no spec.
 
     Example:
       >>> register("lenet", LeNet, family="lenet", task="image-classification",
@@ -72,7 +76,7 @@ def register(name: str, build: Callable[..., Any], *, family: str, task: str,
     """
     if name in _ENTRIES:
         raise ValueError(f"pdx.models.register: {name!r} is already registered")
-    _ENTRIES[name] = ZooEntry(name, family, task, build, dict(config or {}), description)
+    _ENTRIES[name] = ZooEntry(name, family, task, build, dict(config or {}), description, tuple(inputs))
 
 
 def register_foreign(model_type: str, build: Callable[[Mapping[str, Any]], Any],
@@ -116,7 +120,7 @@ def list(family: str | None = None, *, params: bool = True) -> builtins.list[dic
         if family is not None and entry.family != family:
             continue
         row = {"name": entry.name, "family": entry.family, "task": entry.task,
-               "config": dict(entry.config), "description": entry.description}
+               "config": dict(entry.config), "description": entry.description, "inputs": builtins.list(entry.inputs)}
         if params:
             row["params"] = _param_count(entry.build)
         rows.append(row)
@@ -128,6 +132,11 @@ def _entry(name: str) -> ZooEntry:
         raise ValueError(f"pdx.models: no model named {name!r}; see pdx.models.list() for the "
                          f"{len(_ENTRIES)} names (e.g. {sorted(_ENTRIES)[:4]})")
     return _ENTRIES[name]
+
+
+def get(name: str) -> ZooEntry:
+    """The registry entry of a zoo model (its builder, config and export inputs)."""
+    return _entry(name)
 
 
 def create(name: str, **overrides) -> Any:

@@ -14,7 +14,7 @@ def test_list_counts_parameters_like_the_references(paddle):
     rows = {r["name"]: r for r in pdx.models.list()}
     assert {"llama-tiny", "lenet", "resnet18", "mobilenet_v2"} <= set(rows)
     for row in rows.values():
-        assert set(row) == {"name", "family", "task", "config", "description", "params"}
+        assert set(row) == {"name", "family", "task", "config", "description", "inputs", "params"}
         json.dumps(row["config"])  # plain JSON values
     # paddle counts trainable parameters; BatchNorm statistics are its non-trainable ones
     for name, build in [("resnet18", paddle.vision.models.resnet18), ("mobilenet_v2", paddle.vision.models.mobilenet_v2),
@@ -92,3 +92,49 @@ def test_bad_input_names_the_problem(tmp_path):
         pdx.models.from_pretrained(path, name="resnet18")
     with pytest.raises(TypeError, match="JSON values"):
         pdx.models.save_pretrained(model, tmp_path / "x", name="lenet", num_classes=object())
+
+
+def _random_inputs(specs, rng):
+    """Inputs for registered specs: batch 2, dynamic lengths 8; ids stay in [0, 2)."""
+    from pdx.export._cli import parse_input_spec
+
+    arrays = []
+    for i, text in enumerate(specs):
+        spec = parse_input_spec(text, i)
+        shape = [2 if d is None and j == 0 else (8 if d is None else d) for j, d in enumerate(spec.shape)]
+        dtype = np.dtype(str(spec.dtype))
+        arrays.append(rng.integers(0, 2, shape).astype(dtype) if dtype.kind in "iu"
+                      else rng.normal(size=shape).astype(dtype))
+    return arrays
+
+
+SMALL = 2_000_000  # parameters: every zoo model up to this size is exported in CI
+
+
+def test_every_small_zoo_model_exports_with_pdx_export(tmp_path, capsys):
+    """`pdx export NAME` (registered inputs, no --input-spec) gives the eager model's outputs on the XLA runtime."""
+    import jax
+
+    from pdx.cli import main as pdx_cli
+
+    rng = np.random.default_rng(0)
+    names = [r["name"] for r in pdx.models.list() if r["params"] <= SMALL]
+    assert "lenet" in names and "llama-tiny" in names
+    for name in names:
+        entry = pdx.models.get(name)
+        assert entry.inputs, f"{name} registers no inputs"
+        pdx.seed(0)
+        model = pdx.models.create(name)
+        model.eval()
+        directory = tmp_path / name
+        pdx.models.save_pretrained(model, directory / "saved", name=name)
+        assert pdx_cli(["export", str(directory / "saved"), "--out", str(directory / "artifact")]) == 0, name
+        inputs = _random_inputs(entry.inputs, rng)
+        expected = jax.tree_util.tree_leaves(model(*[jnp.asarray(a) for a in inputs]))
+        got = jax.tree_util.tree_leaves(pdx.export.load(directory / "artifact")(*inputs))
+        assert len(got) == len(expected), name
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-4, err_msg=name)
+    assert pdx_cli(["export", "lenet", "--out", str(tmp_path / "by-name")]) == 0
+    assert pdx_cli(["export", "no-such-model", "--out", str(tmp_path / "x")]) == 2
+    assert "zoo name" in capsys.readouterr().err

@@ -81,7 +81,7 @@ class LlamaAttention(Layer):
             out = context_attention(q, k, v, causal=True, segment_ids=segment_ids, window=window)
             return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1))
         bias = None
-        if window is not None and window < x.shape[1]:
+        if window is not None and not (isinstance(x.shape[1], int) and x.shape[1] <= window):  # symbolic: mask
             pos = jnp.arange(x.shape[1])
             bias = window_bias(pos, pos, window)
         out = kernels.flash_attention(q, k, v, causal=True, segment_ids=segment_ids, bias=bias,
