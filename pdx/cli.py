@@ -3,6 +3,7 @@
     pdx --version          print the pdx version
     pdx env                versions of pdx and its engines, and the visible devices
     pdx ckpt ...           inspect, verify, convert and prune checkpoints
+    pdx models ...         the model zoo: names, families, parameter counts, export inputs
     pdx export ...         export a model to a StableHLO artifact (XLA, IREE targets)
     pdx serve ...          serve an exported artifact over HTTP
     pdx launch ...         start a multi-process job on jax.distributed
@@ -30,6 +31,7 @@ __all__ = ["main"]
 _COMMANDS = {
     "env": ("pdx.cli", "show versions and devices"),
     "ckpt": ("pdx.checkpoint._cli", "list, inspect, verify, convert, reshard, diff, average, prune checkpoints"),
+    "models": ("pdx.models._cli", "list the model zoo: names, families, parameter counts, export inputs"),
     "export": ("pdx.export._cli", "export a model to a StableHLO artifact"),
     "serve": ("pdx.export._serve_cli", "serve an exported artifact over HTTP"),
     "launch": ("pdx.parallel._launch", "start N processes of a script on jax.distributed"),

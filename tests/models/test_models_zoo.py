@@ -138,3 +138,15 @@ def test_every_small_zoo_model_exports_with_pdx_export(tmp_path, capsys):
     assert pdx_cli(["export", "lenet", "--out", str(tmp_path / "by-name")]) == 0
     assert pdx_cli(["export", "no-such-model", "--out", str(tmp_path / "x")]) == 2
     assert "zoo name" in capsys.readouterr().err
+
+
+def test_pdx_models_command(tmp_path, capsys):
+    from pdx.cli import main as pdx_cli
+
+    assert pdx_cli(["models", "--family", "llama", "--json", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| llama-7b | llama | causal-lm | 6.7B |" in out
+    rows = json.loads((tmp_path / "m.json").read_text())
+    assert {r["name"] for r in rows} >= {"llama-tiny", "llama-7b"} and all(r["family"] == "llama" for r in rows)
+    assert pdx_cli(["models", "--family", "nope"]) == 2
+    assert "family='nope'" in capsys.readouterr().err
