@@ -21,6 +21,9 @@ CASES = [
     ("Conv2D", (3, 4, 3), dict(padding="VALID", data_format="NHWC"), (2, 7, 6, 3)),
     ("Conv2D", (3, 4, 3), dict(padding=[1, 0, 2, 1], bias_attr=False), (1, 3, 5, 5)),
     ("Conv2D", (3, 4, 3), dict(padding=1, padding_mode="reflect"), (1, 3, 6, 5)),
+    # windows that never read the trailing padding / last input row (trimmed before lowering)
+    ("Conv2D", (2, 3, 3), dict(stride=3, padding=1), (1, 2, 6, 8)),
+    ("Conv2D", (2, 3, 3), dict(stride=2, padding=1), (1, 2, 2, 2)),
     ("Conv2D", (3, 4, 3), dict(padding=2, padding_mode="circular"), (1, 3, 6, 5)),
     ("Conv2D", (3, 4, 3), dict(padding=1, padding_mode="replicate", data_format="NHWC"), (1, 6, 5, 3)),
     ("Conv1D", (3, 4, 3), dict(padding=1, stride=2), (2, 3, 9)),
@@ -57,6 +60,11 @@ def test_conv2d_grads_match_paddle(paddle, rng):
     pd_layer = paddle.nn.Conv2D(4, 6, 3, stride=2, padding=1, groups=2)
     layer = load_from_paddle(nn.Conv2D(4, 6, 3, stride=2, padding=1, groups=2, weight_attr=ZERO), pd_layer)
     x = rng.standard_normal((2, 4, 5, 7)).astype(np.float32)
+    assert_grads_match(paddle, layer, pd_layer, [x], rng, atol=1e-4)
+    # trimmed padding and a cut last row: the unread row still gets its (zero) input gradient
+    pd_layer = paddle.nn.Conv2D(2, 3, 3, stride=3, padding=1)
+    layer = load_from_paddle(nn.Conv2D(2, 3, 3, stride=3, padding=1, weight_attr=ZERO), pd_layer)
+    x = rng.standard_normal((1, 2, 6, 8)).astype(np.float32)
     assert_grads_match(paddle, layer, pd_layer, [x], rng, atol=1e-4)
 
 

@@ -82,11 +82,38 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
         if size + lo + hi < d * (k - 1) + 1:
             raise error(op, f"the (dilated) kernel {tuple(kernel)} with dilation {tuple(dilation)} is larger than "
                             f"the padded input {tuple(sizes)} (padding {pads})")
+    x, pads = _trim_unread(x, pads, kernel, stride, dilation, is_last)
     out = jax.lax.conv_general_dilated(
         x, weight, window_strides=stride, padding=pads, rhs_dilation=dilation,
         dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups,
         preferred_element_type=_accumulator(x))
     return _add_bias(out, bias, out_channels, is_last, op)
+
+
+def _trim_unread(x, pads, kernel, stride, dilation, is_last):
+    """Drop trailing padding (then input rows) that no strided window reads.
+
+    Same result and gradient; the convolution's padded input is then exactly
+    the windows' span, which IREE's linalg lowering requires (a stride-2
+    convolution over a 2x2 map with padding 1 failed to compile without it).
+    """
+    first = 1 if is_last else 2
+    pads, cut = [tuple(p) for p in pads], {}
+    for axis, (size, k, s, d) in enumerate(zip(x.shape[first:first + len(kernel)], kernel, stride, dilation)):
+        lo, hi = pads[axis]
+        if not (isinstance(size, int) and is_int(lo) and is_int(hi)):
+            continue  # symbolic sizes: leave the program as written
+        lo, hi = int(lo), int(hi)
+        span = d * (k - 1) + 1
+        excess = (size + lo + hi - span) % s
+        if excess:
+            trim = min(hi, excess)
+            pads[axis] = (lo, hi - trim)
+            if excess > trim:
+                cut[first + axis] = size - (excess - trim)
+    if cut:
+        x = x[tuple(slice(0, cut.get(i)) for i in range(x.ndim))]
+    return x, pads
 
 
 def _transpose_kernel(weight, groups, n):
