@@ -31,6 +31,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="--llm: requests decoded together, the KV cache's rows (default %(default)s)")
     parser.add_argument("--max-len", type=int, default=256,
                         help="--llm: context length per request, prompt + generated tokens (default %(default)s)")
+    parser.add_argument("--tokenizer", default=None, metavar="DIR",
+                        help="tokenize on the server: DIR holds a tokenizer.json that pads to a fixed length; "
+                             "the artifact's one input (token ids) then also accepts strings: "
+                             "{\"inputs\": [[\"text\", ...]]}")
     parser.add_argument("--max-batch-size", type=int, default=_server.DEFAULT_MAX_BATCH_SIZE,
                         help="most rows per batch; 1 turns dynamic batching off (default %(default)s)")
     parser.add_argument("--batch-timeout-ms", type=float, default=_server.DEFAULT_BATCH_TIMEOUT_MS,
@@ -87,8 +91,18 @@ def run(args: argparse.Namespace) -> int:
                    max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s, max_json_depth=args.max_json_depth,
                    header_timeout_s=args.header_timeout_s, keep_alive_s=args.keep_alive_s,
                    graceful_timeout_s=args.graceful_timeout_s)
+    model = args.artifact
+    if args.tokenizer is not None:
+        from pdx.export import load
+        from pdx.export._text import TextPredictor
+        from pdx.text import Tokenizer
+
+        try:
+            model = TextPredictor(load(args.artifact, runtime=args.runtime), Tokenizer.from_pretrained(args.tokenizer))
+        except (ValueError, OSError) as e:
+            return _fail(f"pdx serve: {e}", 2)
     try:
-        _server.serve(args.artifact, host=args.host, port=args.port, log_level=args.log_level, **options)
+        _server.serve(model, host=args.host, port=args.port, log_level=args.log_level, **options)
     except ValueError as e:
         return _fail(str(e), 2)
     except RuntimeError as e:

@@ -49,9 +49,10 @@ def _reindex(x, neighbors_list, count_list, op: str):
                 nodes.append(v)
         srcs.append(np.asarray([position[v] for v in nb.tolist()], dtype=np.int64))
         dsts.append(np.repeat(np.arange(xs.shape[0], dtype=np.int64), ct))
-    dtype = jnp.asarray(xs).dtype
-    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros((0,), np.int64))
-    return (jnp.asarray(cat(srcs), dtype), jnp.asarray(cat(dsts), dtype), jnp.asarray(np.asarray(nodes, np.int64), dtype))
+    dtype = jnp.asarray(xs[:0]).dtype
+    # device_put of host arrays: jnp.asarray compiles a copy for every new length.
+    cat = (lambda parts: np.concatenate(parts).astype(dtype) if parts else np.zeros((0,), dtype))
+    return (jax.device_put(cat(srcs)), jax.device_put(cat(dsts)), jax.device_put(np.asarray(nodes, dtype)))
 
 
 def reindex_graph(x, neighbors, count, value_buffer=None, index_buffer=None, name=None):
@@ -132,9 +133,10 @@ def _sample(row, colptr, weights, input_nodes, sample_size, eids, return_eids, k
         picked.append(sel)
         counts.append(sel.shape[0])
     picked = np.concatenate(picked) if picked else np.zeros((0,), np.int64)
-    out = (jnp.asarray(row[picked], jnp.asarray(row).dtype), jnp.asarray(np.asarray(counts), jnp.int32))
+    # Cast on the host and device_put: jnp.asarray compiles a copy for every new length.
+    out = (jax.device_put(row[picked].astype(jnp.asarray(row[:0]).dtype)), jax.device_put(np.asarray(counts, np.int32)))
     if return_eids:
-        out = out + (jnp.asarray(eid_arr[picked], jnp.asarray(eid_arr).dtype),)
+        out = out + (jax.device_put(eid_arr[picked].astype(jnp.asarray(eid_arr[:0]).dtype)),)
     return out
 
 

@@ -6,11 +6,15 @@
     pdx.models.from_pretrained(path)     build and load a local directory or weights file
                                          (pdx, Hugging Face or Paddle .pdparams names)
     pdx.models.llama    LLaMA-style decoders (presets tiny .. 7b), generation, HF weight import
+    pdx.models.bert     BERT / ERNIE 3.0 encoders and task heads, WordPiece, HF and PaddleNLP weights
+    pdx.models.graph    GCN / GAT / GraphSAGE node classifiers, graph convs, neighbor sampling
 
 Vision models live in `pdx.vision.models` (Paddle's place for them) and are
 listed here too.
 """
 
+from pdx.models import bert
+from pdx.models import graph
 from pdx.models import llama
 from pdx.models import _builtin  # noqa: F401  (registers llama and the vision models)
 from pdx.models._zoo import ZooEntry
@@ -22,5 +26,5 @@ from pdx.models._zoo import register
 from pdx.models._zoo import register_foreign
 from pdx.models._zoo import save_pretrained
 
-__all__ = ["llama", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
+__all__ = ["bert", "graph", "llama", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
            "save_pretrained"]
