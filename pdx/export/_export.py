@@ -99,7 +99,18 @@ class _Traced:
         for (_, _, slot), value in zip(self.params, params):
             values[slot] = value
         out, _ = run_with_values(self.graph, values, self.call, *inputs)
-        return out
+        return _plain_containers(out)
+
+
+def _plain_containers(tree):
+    """NamedTuples -> dicts keyed by field (output names; a loader needs no model class)."""
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return {field: _plain_containers(value) for field, value in zip(tree._fields, tree)}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_plain_containers(v) for v in tree)
+    if isinstance(tree, dict):
+        return {k: _plain_containers(v) for k, v in tree.items()}
+    return tree
 
 
 def _positional_names(fn) -> list[str]:

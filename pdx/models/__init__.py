@@ -7,6 +7,7 @@
                                          (pdx, Hugging Face or Paddle .pdparams names)
     pdx.models.llama    LLaMA-style decoders (presets tiny .. 7b), generation, HF weight import
     pdx.models.bert     BERT / ERNIE 3.0 encoders and task heads, WordPiece, HF and PaddleNLP weights
+    pdx.models.detection  FCOS-style anchor-free detector, fixed-shape NMS, COCO mAP, generated shapes data
     pdx.models.graph    GCN / GAT / GraphSAGE node classifiers, graph convs, neighbor sampling
 
 Vision models live in `pdx.vision.models` (Paddle's place for them) and are
@@ -14,6 +15,7 @@ listed here too.
 """
 
 from pdx.models import bert
+from pdx.models import detection
 from pdx.models import graph
 from pdx.models import llama
 from pdx.models import _builtin  # noqa: F401  (registers llama and the vision models)
@@ -26,5 +28,5 @@ from pdx.models._zoo import register
 from pdx.models._zoo import register_foreign
 from pdx.models._zoo import save_pretrained
 
-__all__ = ["bert", "graph", "llama", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
+__all__ = ["bert", "detection", "graph", "llama", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
            "save_pretrained"]

@@ -130,7 +130,9 @@ def test_every_small_zoo_model_exports_with_pdx_export(tmp_path, capsys):
         pdx.models.save_pretrained(model, directory / "saved", name=name)
         assert pdx_cli(["export", str(directory / "saved"), "--out", str(directory / "artifact")]) == 0, name
         inputs = _random_inputs(entry.inputs, rng)
-        expected = jax.tree_util.tree_leaves(model(*[jnp.asarray(a) for a in inputs]))
+        expected = model(*[jnp.asarray(a) for a in inputs])
+        # a NamedTuple output is exported as a dict of its fields (flattened in key order)
+        expected = jax.tree_util.tree_leaves(expected._asdict() if hasattr(expected, "_asdict") else expected)
         got = jax.tree_util.tree_leaves(pdx.export.load(directory / "artifact")(*inputs))
         assert len(got) == len(expected), name
         for g, e in zip(got, expected):
