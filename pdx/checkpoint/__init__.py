@@ -17,8 +17,21 @@ from pdx.checkpoint._errors import (
     CheckpointTopologyError,
 )
 from pdx.checkpoint._io import load, load_safetensors, save, save_safetensors
-from pdx.checkpoint._manager import Checkpoint, CheckpointManager
 from pdx.checkpoint._pdparams import PickleRefusedError, load_pdparams
+
+# CheckpointManager needs orbax (half a second to import): loaded on first use,
+# so `import pdx` (and every DataLoader worker) does not pay for it.
+_LAZY = {"Checkpoint": "pdx.checkpoint._manager", "CheckpointManager": "pdx.checkpoint._manager"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pdx.checkpoint' has no attribute {name!r}")
 
 __all__ = [
     "Checkpoint",
