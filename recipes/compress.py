@@ -14,7 +14,6 @@ runs on the same weights and data for comparison.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import statistics
@@ -209,17 +208,7 @@ def main(cfg: CompressConfig) -> dict:
     return results
 
 
-def _flag(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes"):
-        return True
-    if text.lower() in ("0", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false; got {text!r}")
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(CompressConfig):
-        kind = _flag if isinstance(field.default, bool) else type(field.default)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
-    main(CompressConfig(**vars(parser.parse_args())))
+    from _config_cli import parse_config  # recipes/ is sys.path[0] when a recipe runs
+
+    main(parse_config(CompressConfig, __doc__))

@@ -20,7 +20,6 @@ generating model's own probabilities (the ceiling).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
@@ -164,11 +163,6 @@ def main(cfg: CTRRecipeConfig) -> dict:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(CTRRecipeConfig):
-        if field.name == "layer_sizes":
-            parser.add_argument("--layer-sizes", type=lambda s: tuple(int(v) for v in s.split(",")),
-                                default=field.default, help="comma-separated DNN widths")
-            continue
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default)
-    main(CTRRecipeConfig(**vars(parser.parse_args())))
+    from _config_cli import parse_config  # recipes/ is sys.path[0] when a recipe runs
+
+    main(parse_config(CTRRecipeConfig, __doc__))

@@ -23,7 +23,6 @@ against the eager model.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import tempfile
 import time
@@ -225,25 +224,7 @@ def main(cfg: NodeClassifyConfig) -> dict:
     return results
 
 
-def _flag(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes"):
-        return True
-    if text.lower() in ("0", "false", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false; got {text!r}")
-
-
-def _ints(text: str) -> tuple:
-    try:
-        return tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated ints such as 10,10; got {text!r}") from None
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(NodeClassifyConfig):
-        kind = _flag if isinstance(field.default, bool) else _ints if isinstance(field.default, tuple) \
-            else type(field.default)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
-    main(NodeClassifyConfig(**vars(parser.parse_args())))
+    from _config_cli import parse_config  # recipes/ is sys.path[0] when a recipe runs
+
+    main(parse_config(NodeClassifyConfig, __doc__))

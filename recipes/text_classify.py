@@ -22,7 +22,6 @@ logits: tokenization runs on the server.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import os
@@ -219,17 +218,7 @@ def main(cfg: TextClassifyConfig) -> dict:
     return results
 
 
-def _parse(argv=None) -> TextClassifyConfig:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(TextClassifyConfig):
-        kind = {"int": int, "float": float, "str": str, "bool": bool}[field.type]
-        if kind is bool:
-            parser.add_argument(f"--{field.name.replace('_', '-')}", default=field.default,
-                                type=lambda v: v.lower() in ("1", "true", "yes"))
-        else:
-            parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
-    return TextClassifyConfig(**vars(parser.parse_args(argv)))
-
-
 if __name__ == "__main__":
-    main(_parse())
+    from _config_cli import parse_config  # recipes/ is sys.path[0] when a recipe runs
+
+    main(parse_config(TextClassifyConfig, __doc__))
