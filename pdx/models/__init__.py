@@ -8,6 +8,7 @@
     pdx.models.llama    LLaMA-style decoders (presets tiny .. 7b), generation, HF weight import
     pdx.models.bert     BERT / ERNIE 3.0 encoders and task heads, WordPiece, HF and PaddleNLP weights
     pdx.models.detection  FCOS-style anchor-free detector, fixed-shape NMS, COCO mAP, generated shapes data
+    pdx.models.ocr      CRNN text recognition (CTC, greedy/beam decoding) and DB text detection, rendered text data
     pdx.models.rec      CTR models (DeepFM, Wide&Deep) with sharded, sparsely trained embedding tables
     pdx.models.graph    GCN / GAT / GraphSAGE node classifiers, graph convs, neighbor sampling
 
@@ -19,6 +20,7 @@ from pdx.models import bert
 from pdx.models import detection
 from pdx.models import graph
 from pdx.models import llama
+from pdx.models import ocr
 from pdx.models import rec
 from pdx.models import _builtin  # noqa: F401  (registers llama and the vision models)
 from pdx.models._zoo import ZooEntry
@@ -30,5 +32,5 @@ from pdx.models._zoo import register
 from pdx.models._zoo import register_foreign
 from pdx.models._zoo import save_pretrained
 
-__all__ = ["bert", "detection", "graph", "llama", "rec", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
+__all__ = ["bert", "detection", "graph", "llama", "ocr", "rec", "ZooEntry", "create", "from_pretrained", "get", "list", "register", "register_foreign",
            "save_pretrained"]
