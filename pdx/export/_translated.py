@@ -21,7 +21,7 @@ from pdx.export._runtime import Artifact
 from pdx.export._validate import check_arrays
 from pdx.nn import Buffer, Layer
 
-__all__ = ["TranslatedLayer", "load", "save"]
+__all__ = ["TranslatedLayer"]
 
 
 _NOT_DIFFERENTIABLE = (
