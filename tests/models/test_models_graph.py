@@ -264,6 +264,7 @@ def test_sampled_sage_matches_full_graph_and_compiles_once(rng):
     src, dst = _random_graph(rng, n)
     x = jnp.asarray(_features(rng, n, F_IN))
     labels = jnp.asarray(rng.integers(0, 3, n), jnp.int32)
+    pdx.seed(0)  # the initial weights do not depend on which tests ran before in this process
     model = GraphSAGE(F_IN, 8, 3, aggr="mean").eval()
     full = np.asarray(model(x, src, dst))
     # a fan-out above every in-degree samples whole neighborhoods: the same outputs as the full graph
@@ -289,8 +290,9 @@ def test_sampled_sage_matches_full_graph_and_compiles_once(rng):
 
     sampler = NeighborSampler(src, dst, n, [4, 3], batch_size=16, seed=3)
     losses = []
-    for _ in range(3):
+    for _ in range(8):
         for b in sampler.batches(np.arange(n)):      # 60 seeds: batches of 16, 16, 16, 12 (padded)
             losses.append(float(step(model, opt, x, labels, b)))
     assert step.cache_size() == 1
-    assert np.isfinite(losses).all() and np.mean(losses[-4:]) < np.mean(losses[:4])
+    # the first epoch against the last two (sampling and dropout make single batches noisy)
+    assert np.isfinite(losses).all() and np.mean(losses[-8:]) < np.mean(losses[:4]) - 0.1, losses
