@@ -134,13 +134,12 @@ def _is_dims(text: str) -> bool:
 
 def _zoo_model(ref: str):
     """(model, zoo entry) for a zoo name or a from_pretrained directory; None for MODULE:FACTORY."""
-    import json
-
     from pdx import models
+    from pdx._safefile import load_json, read_file
 
     path = pathlib.Path(ref)
     if (path / "config.json").is_file():
-        config = json.loads((path / "config.json").read_text())
+        config = load_json(read_file(path / "config.json", max_bytes=1 << 20, what="config.json"), what="config.json")
         name = config.get("pdx_model") if isinstance(config, dict) else None
         return models.from_pretrained(path), (models.get(name) if name else None)
     if ":" not in ref and ref in {row["name"] for row in models.list(params=False)}:

@@ -25,6 +25,7 @@ import numpy as np
 CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.safetensors", "model.pdparams")
 NAME_KEY = "pdx_model"
+MAX_CONFIG_BYTES = 1 << 20
 OVERRIDES_KEY = "overrides"
 
 
@@ -171,6 +172,17 @@ def save_pretrained(model, path, *, name: str, **overrides) -> Path:
     return path
 
 
+def read_config(config_file) -> dict:
+    """A directory's config.json: a regular file of at most 1 MiB holding a JSON object (depth-limited)."""
+    from pdx._safefile import load_json, read_file
+
+    what = f"from_pretrained: {str(config_file)!r}"
+    config = load_json(read_file(config_file, max_bytes=MAX_CONFIG_BYTES, what=what), what=what)
+    if not isinstance(config, dict):
+        raise ValueError(f"{what} must hold a JSON object, not {type(config).__name__}")
+    return config
+
+
 def _read_weights(path: Path) -> dict:
     from pdx.checkpoint import load_pdparams, load_safetensors
 
@@ -210,15 +222,8 @@ def from_pretrained(path, *, name: str | None = None, strict: bool = True, **ove
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"from_pretrained: {str(path)!r} does not exist")
-    config = {}
     config_file = path / CONFIG_FILE if path.is_dir() else path.with_name(CONFIG_FILE)
-    if config_file.exists():
-        try:
-            config = json.loads(config_file.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"from_pretrained: {str(config_file)!r} is not valid JSON ({err})") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"from_pretrained: {str(config_file)!r} must hold a JSON object")
+    config = read_config(config_file) if config_file.exists() else {}
     state = _read_weights(path)
     if name is not None or NAME_KEY in config:
         name = name or config[NAME_KEY]

@@ -1,6 +1,7 @@
 """pdx.models' registry: list / create / save_pretrained / from_pretrained, checked against paddle and transformers."""
 
 import json
+import os
 
 import jax.numpy as jnp
 import numpy as np
@@ -82,6 +83,14 @@ def test_bad_input_names_the_problem(tmp_path):
     path = pdx.models.save_pretrained(model, tmp_path / "four", name="lenet", num_classes=4)
     with pytest.raises(ValueError, match="shape"):
         pdx.models.from_pretrained(path, num_classes=10)
+    (path / "config.json").write_text("[" * 100 + "]" * 100)
+    with pytest.raises(ValueError, match="nesting depth"):
+        pdx.models.from_pretrained(path)
+    (path / "config.json").unlink()
+    os.mkfifo(path / "config.json")  # a FIFO would block a plain read: refused before opening for data
+    with pytest.raises(ValueError, match="FIFO|fifo|regular"):
+        pdx.models.from_pretrained(path)
+    (path / "config.json").unlink()
     (path / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         pdx.models.from_pretrained(path)
