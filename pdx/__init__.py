@@ -7,6 +7,10 @@ high-level API is `pdx.Model`. `pdx.vision` and `pdx.models` are imported on
 first use (`pdx.vision.models.resnet18()` works after `import pdx`).
 """
 
+from pdx import _xla_defaults
+
+_xla_defaults.apply()  # CPU flags, before JAX starts its backends (see pdx/_xla_defaults.py)
+
 from pdx import (
     amp,
     audio,
