@@ -25,6 +25,7 @@ torch and pdx / paddle. Benchmarks:
 Usage:
   python benchmarks/train_step.py                      # everything (~5 min on an idle 2-core CPU)
   python benchmarks/train_step.py --only gpt --frameworks pdx,jax --steps 10
+  python benchmarks/train_step.py --only gpt,resnet --frameworks pdx,jax,torch --bf16   # + bf16 rows
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ FRAMEWORKS = ("pdx", "jax", "torch", "paddle")
 BENCHMARKS = ("gpt", "resnet", "overhead")
 TARGET_VS_JAX = 1.03  # training steps: pdx / hand-written JAX
 TARGET_OVERHEAD = 1.2  # tiny-MLP call: pdx.jit / jax.jit
+TARGET_VS_TORCH = 1.0  # training steps: pdx / PyTorch eager, fp32
 
 
 # --------------------------------------------------------------------------------------
@@ -431,13 +433,17 @@ def _torch_models(gpt: GPTConfig, res: ResNetConfig):
     return GPT, ResNet
 
 
-def _torch_step(model, opt, x, y):
+def _torch_step(model, opt, x, y, bf16: bool = False):
+    import contextlib
+
+    import torch
     import torch.nn.functional as F
 
     def run() -> float:
         opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
         opt.step()
         return loss.item()
@@ -445,24 +451,24 @@ def _torch_step(model, opt, x, y):
     return run, sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def torch_gpt(cfg: GPTConfig, data, threads: int):
+def torch_gpt(cfg: GPTConfig, data, threads: int, bf16: bool = False):
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = _torch_models(cfg, ResNetConfig())[0]().train()
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    return _torch_step(model, opt, *(torch.from_numpy(a) for a in data))
+    return _torch_step(model, opt, *(torch.from_numpy(a) for a in data), bf16=bf16)
 
 
-def torch_resnet(cfg: ResNetConfig, data, threads: int):
+def torch_resnet(cfg: ResNetConfig, data, threads: int, bf16: bool = False):
     import torch
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = _torch_models(GPTConfig(), cfg)[1]().train()
     opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
-    return _torch_step(model, opt, *(torch.from_numpy(a) for a in data))
+    return _torch_step(model, opt, *(torch.from_numpy(a) for a in data), bf16=bf16)
 
 
 # --------------------------------------------------------------------------------------
@@ -673,14 +679,20 @@ def _pdx_cross_entropy(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
-def _pdx_step(model, opt, x, y, *, donate: bool):
-    """The step exactly as a pdx user writes it."""
+def _pdx_step(model, opt, x, y, *, donate: bool, bf16: bool = False):
+    """The step exactly as a pdx user writes it (`bf16`: under pdx.amp.auto_cast, O1)."""
     import jax
     import pdx
 
+    def loss_fn(model, x, y):
+        if not bf16:
+            return _pdx_cross_entropy(model, x, y)
+        with pdx.amp.auto_cast(dtype="bfloat16"):
+            return _pdx_cross_entropy(model, x, y)
+
     @pdx.jit(donate_state=donate)
     def train_step(model, opt, x, y):
-        loss, grads = pdx.value_and_grad(_pdx_cross_entropy)(model, x, y)
+        loss, grads = pdx.value_and_grad(loss_fn)(model, x, y)
         opt.step(grads)
         return loss
 
@@ -694,7 +706,7 @@ def _pdx_step(model, opt, x, y, *, donate: bool):
     return run, sum(int(p.get_value().size) for p in model.parameters() if trainable(p))
 
 
-def pdx_gpt(cfg: GPTConfig, data, *, donate: bool):
+def pdx_gpt(cfg: GPTConfig, data, *, donate: bool, bf16: bool = False):
     import jax.numpy as jnp
     import pdx
 
@@ -702,10 +714,10 @@ def pdx_gpt(cfg: GPTConfig, data, *, donate: bool):
     model = _pdx_models(cfg, ResNetConfig(), "NCHW")[0]()
     opt = pdx.optimizer.AdamW(learning_rate=cfg.lr, parameters=model.parameters(), weight_decay=cfg.weight_decay)
     x, y = (jnp.asarray(a, jnp.int32) for a in data)
-    return _pdx_step(model, opt, x, y, donate=donate)
+    return _pdx_step(model, opt, x, y, donate=donate, bf16=bf16)
 
 
-def pdx_resnet(cfg: ResNetConfig, data, *, donate: bool, data_format: str = "NCHW"):
+def pdx_resnet(cfg: ResNetConfig, data, *, donate: bool, data_format: str = "NCHW", bf16: bool = False):
     import jax.numpy as jnp
     import pdx
 
@@ -714,7 +726,7 @@ def pdx_resnet(cfg: ResNetConfig, data, *, donate: bool, data_format: str = "NCH
     model.train()
     opt = pdx.optimizer.Momentum(learning_rate=cfg.lr, momentum=cfg.momentum, parameters=model.parameters())
     x = data[0] if data_format == "NCHW" else data[0].transpose(0, 2, 3, 1)
-    return _pdx_step(model, opt, jnp.asarray(x), jnp.asarray(data[1], jnp.int32), donate=donate)
+    return _pdx_step(model, opt, jnp.asarray(x), jnp.asarray(data[1], jnp.int32), donate=donate, bf16=bf16)
 
 
 # --------------------------------------------------------------------------------------
@@ -881,15 +893,23 @@ _RUNNERS = {
     ("resnet", "jax"): lambda a, d: jax_resnet(ResNetConfig(), d, donate=a.donate),
     ("resnet", "torch"): lambda a, d: torch_resnet(ResNetConfig(), d, a.threads),
     ("resnet", "paddle"): lambda a, d: paddle_resnet(ResNetConfig(), d, a.threads),
+    # --bf16: mixed precision (bf16 compute, f32 weights and loss)
+    ("gpt", "pdx-bf16"): lambda a, d: pdx_gpt(GPTConfig(), d, donate=a.donate, bf16=True),
+    ("gpt", "torch-bf16"): lambda a, d: torch_gpt(GPTConfig(), d, a.threads, bf16=True),
+    ("resnet", "pdx-bf16"): lambda a, d: pdx_resnet(ResNetConfig(), d, donate=a.donate, data_format="NHWC",
+                                                    bf16=True),
+    ("resnet", "torch-bf16"): lambda a, d: torch_resnet(ResNetConfig(), d, a.threads, bf16=True),
 }
 
 # Timed together (interleaved): the JAX-based pair whose ratio has a target.
 # PyTorch and Paddle are timed alone, after them: their spinning OpenMP
 # workers would slow whatever is interleaved with them.
-_GROUPS = (("jax", "pdx", "pdx-nhwc"), ("torch",), ("paddle",))
+_GROUPS = (("jax", "pdx", "pdx-nhwc", "pdx-bf16"), ("torch",), ("torch-bf16",), ("paddle",))
 
 
 def _selected(bench: str, fw: str, args) -> bool:
+    if fw.endswith("-bf16"):
+        return args.bf16 and fw.split("-")[0] in args.frameworks
     if bench == "resnet" and fw.startswith("pdx"):
         return "pdx" in args.frameworks and args.pdx_format in (("NCHW" if fw == "pdx" else "NHWC"), "both")
     return fw in args.frameworks
@@ -919,7 +939,7 @@ def run_training(bench: str, args) -> list[Result]:
                 r.error = f"{type(e).__name__}: {e}"
                 print(f"  {bench:7s} {fw:7s} FAILED {r.error}", flush=True)
                 continue
-            if fw != "torch" and fw != "paddle":
+            if not fw.startswith(("torch", "paddle")):
                 r.compile_s = first_s
             steps[fw] = (r, step)
             mismatch = "" if r.params == expected else f"   PARAMS {r.params:,} != expected {expected:,}"
@@ -987,6 +1007,10 @@ def report(results: list[Result]) -> str:
     lines.append("")
     targets = [("gpt", "pdx", "jax", TARGET_VS_JAX), ("resnet", "pdx", "jax", TARGET_VS_JAX),
                ("resnet", "pdx-nhwc", "jax", TARGET_VS_JAX),
+               ("gpt", "pdx", "torch", TARGET_VS_TORCH), ("resnet", "pdx", "torch", TARGET_VS_TORCH),
+               ("resnet", "pdx-nhwc", "torch", TARGET_VS_TORCH),
+               ("gpt", "pdx-bf16", "torch-bf16", None), ("resnet", "pdx-bf16", "torch-bf16", None),
+               ("gpt", "pdx-bf16", "pdx", None), ("resnet", "pdx-bf16", "pdx-nhwc", None),
                ("mlp-forward", "pdx.jit", "jax.jit", TARGET_OVERHEAD),
                ("mlp-train", "pdx.jit", "jax.jit", None)]
     for bench, num, den, target in targets:
@@ -994,8 +1018,8 @@ def report(results: list[Result]) -> str:
         if ratio is None:
             continue
         verdict = "" if target is None else f" (target <= {target}: {'met' if ratio <= target else 'MISSED'})"
-        extra = [f"{num} / {other} = {q:.2f}" for other in ("torch", "paddle", "nnx.jit")
-                 if (q := _ratio(results, bench, num, other)) is not None]
+        extra = [f"{num} / {other} = {q:.2f}" for other in ("paddle", "nnx.jit")
+                 if (q := _ratio(results, bench, num, other)) is not None] if den.startswith("jax") else []
         lines.append(f"- {bench}: {num} / {den} = {ratio:.3f}{verdict}" + ("; " + ", ".join(extra) if extra else ""))
     return "\n".join(lines)
 
@@ -1042,6 +1066,9 @@ def parse_args(argv=None):
                    help="intra-op threads for torch and paddle (default: all cores, as XLA uses)")
     p.add_argument("--donate", action="store_true",
                    help="donate state buffers: pdx.jit(donate_state=True) and jax.jit(donate_argnums=...)")
+    p.add_argument("--bf16", action="store_true",
+                   help="also time bf16 mixed precision: pdx.amp.auto_cast(dtype='bfloat16') (ResNet in NHWC) "
+                        "and torch.autocast('cpu', torch.bfloat16) (rows pdx-bf16, torch-bf16)")
     p.add_argument("--pdx-format", default="both", choices=("NCHW", "NHWC", "both"),
                    help="pdx ResNet data_format: NCHW (Paddle's default, row 'pdx'), NHWC (flax's layout, "
                         "row 'pdx-nhwc') or both (default)")

@@ -61,6 +61,15 @@ def test_batch_norm_training_gradients(oracle, rng):
     oracle.grads(ours, ref, [x, w, b], [0, 1, 2], rng, rtol=1e-4, atol=1e-4)
 
 
+def test_batch_norm_statistics_when_the_mean_dwarfs_the_spread(rng):
+    # One-pass statistics over raw x would cancel catastrophically here (E[x^2] ~ 1e6, var ~ 1e-4).
+    x = (1000.0 + 0.01 * rng.standard_normal((8, 3, 5, 5))).astype(np.float32)
+    x64 = x.astype(np.float64)
+    _, mean, var = F.batch_norm_with_stats(jnp.asarray(x), jnp.zeros(3), jnp.ones(3), training=True, momentum=0.0)
+    np.testing.assert_allclose(np.asarray(mean), x64.mean(axis=(0, 2, 3)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(var), x64.var(axis=(0, 2, 3)), rtol=1e-4)
+
+
 @pytest.mark.parametrize("normalized_shape", [7, [5, 7]], ids=str)
 def test_layer_norm_forward_and_gradients(oracle, rng, normalized_shape):
     x = rng.standard_normal((3, 5, 7)).astype(np.float32)
