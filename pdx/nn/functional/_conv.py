@@ -82,12 +82,18 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
         if size + lo + hi < d * (k - 1) + 1:
             raise error(op, f"the (dilated) kernel {tuple(kernel)} with dilation {tuple(dilation)} is larger than "
                             f"the padded input {tuple(sizes)} (padding {pads})")
-    x, pads = _trim_unread(x, pads, kernel, stride, dilation, is_last)
+    # Channels-first input is computed channels-last: XLA's CPU convolutions work in
+    # NHWC, and moving the channel axis here (not inside XLA, around each convolution)
+    # lets the moves of neighbouring layers (BatchNorm does the same) cancel, so an
+    # NCHW network runs as NHWC with one transpose at each end (benchmarks/RESULTS.md).
+    x = x if is_last else jnp.moveaxis(x, 1, -1)
+    x, pads = _trim_unread(x, pads, kernel, stride, dilation, True)
     out = jax.lax.conv_general_dilated(
         x, weight, window_strides=stride, padding=pads, rhs_dilation=dilation,
-        dimension_numbers=_dimension_numbers(n, is_last), feature_group_count=groups,
+        dimension_numbers=_dimension_numbers(n, True), feature_group_count=groups,
         preferred_element_type=_accumulator(x))
-    return _add_bias(out, bias, out_channels, is_last, op)
+    out = _add_bias(out, bias, out_channels, True, op)
+    return out if is_last else jnp.moveaxis(out, -1, 1)
 
 
 def _trim_unread(x, pads, kernel, stride, dilation, is_last):

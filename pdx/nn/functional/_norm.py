@@ -86,6 +86,9 @@ def batch_norm_with_stats(x, running_mean, running_var, weight=None, bias=None, 
     use_batch = training if use_global_stats is None else not use_global_stats
     stat = _stat_dtype(x.dtype)
     xs = x.astype(stat)
+    moved = axis == 1 and x.ndim > 2  # channels-first: computed channels-last, as convolutions are
+    if moved:
+        xs, axis = jnp.moveaxis(xs, 1, -1), x.ndim - 1
     if use_batch:
         mean, var = _batch_moments(xs, axis)
         new_mean = jax.lax.stop_gradient(momentum * running_mean + (1 - momentum) * mean.astype(running_mean.dtype))
@@ -104,6 +107,8 @@ def batch_norm_with_stats(x, running_mean, running_var, weight=None, bias=None, 
     if b is not None:
         shift = shift + b.reshape(-1).astype(stat)
     out = xs * bcast_channel(scale, x.ndim, axis) + bcast_channel(shift, x.ndim, axis)
+    if moved:
+        out = jnp.moveaxis(out, -1, 1)
     return out.astype(x.dtype), new_mean, new_var
 
 
