@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import types
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -116,6 +116,9 @@ _CONTAINERS = (list, tuple, dict)
 # `range(n)` on them stay Python, and each distinct value compiles once.
 _PY_SCALARS = (bool, int, float, str)
 _NODE, _CONTAINER, _SCALAR, _OTHER = "node", "container", "scalar", "other"
+# Compiled functions kept per StaticFunction, oldest dropped first (JAX bounds its own
+# per-function cache the same way; each distinct Python scalar value is a layout).
+_MAX_LAYOUTS = 512
 _KINDS: dict[type, str] = {}
 
 
@@ -141,33 +144,62 @@ def _reject_nested_state(container, where: str, fn: str) -> None:
 class _CallPlan:
     """What a call with only positional arguments resolved to, reused while it holds.
 
-    It holds while the arguments have the same types, the Layer/optimizer
-    arguments and every free reference are the same objects, the Python
-    scalar arguments are equal, and the graph is current (`Graph.is_current`).
+    It holds while there are as many arguments of the same types, the
+    Layer/optimizer arguments and every free reference are the same objects,
+    the Python scalar arguments are equal, and the graph is current
+    (`Graph.is_current`). `holds(args)` tests exactly that; `pick(args)` is the
+    tuple of array (dynamic) arguments `jitted` takes.
     """
 
-    arg_types: tuple[type, ...]
-    nodes: tuple[tuple[int, Any], ...]      # (position, Layer/optimizer) arguments
-    scalars: tuple[tuple[int, Any], ...]    # (position, value) Python-scalar arguments
-    free: tuple[tuple[Any, str | None, Any], ...]  # (globals dict or cell, name, object) free references
-    constants: tuple[int, ...]              # positions passed to the traced function as None
+    holds: Callable[[tuple], bool]
+    pick: Callable[[tuple], tuple]
     graph: Graph
-    static: tuple                           # the jitted function's static argument
+    jitted: Callable                        # the compiled function for this call's static layout
 
-    def holds(self, args: tuple) -> bool:
-        if self.arg_types != tuple(map(type, args)):
-            return False
-        for i, obj in self.nodes:
-            if args[i] is not obj:
-                return False
-        for i, value in self.scalars:
-            if args[i] != value:
-                return False
-        for holder, name, obj in self.free:
-            if (holder[name] if name is not None else holder.cell_contents) is not obj:
-                return False
-        graph = self.graph
-        return (graph.version == _STRUCTURE.value and not graph.containers) or graph.is_current()
+
+def _picker(positions: tuple[int, ...]) -> Callable[[tuple], tuple]:
+    """`args -> tuple(args[i] for i in positions)` as one C-level call (a slice when contiguous)."""
+    if not positions:
+        return operator.itemgetter(slice(0, 0))
+    first, last = positions[0], positions[-1]
+    if positions == tuple(range(first, last + 1)):
+        return operator.itemgetter(slice(first, last + 1))
+    return operator.itemgetter(*positions)  # two or more positions: itemgetter returns a tuple
+
+
+def _plan_check(arg_types: tuple[type, ...], nodes: dict[int, Any], scalars: dict[int, Any],
+                free: Sequence[tuple[Any, str | None, Any]], graph: Graph) -> Callable[[tuple], bool]:
+    """`holds(args)` of a `_CallPlan`, generated as one boolean expression.
+
+    This test runs before every compiled call; a generic loop over the
+    conditions costs a few hundred nanoseconds more than the unrolled
+    expression, which is a measurable part of calling a small model.
+    """
+    env: dict[str, Any] = {"_S": _STRUCTURE, "_G": graph}
+    terms = [f"len(args) == {len(arg_types)}"]
+    for i, t in enumerate(arg_types):
+        if i in nodes:
+            env[f"_o{i}"] = nodes[i]
+            terms.append(f"args[{i}] is _o{i}")  # (identity implies the type)
+        else:
+            env[f"_t{i}"] = t
+            terms.append(f"type(args[{i}]) is _t{i}")
+            if i in scalars:
+                env[f"_v{i}"] = scalars[i]
+                terms.append(f"args[{i}] == _v{i}")
+    for k, (holder, name, obj) in enumerate(free):
+        env[f"_h{k}"], env[f"_f{k}"] = holder, obj
+        if name is None:
+            terms.append(f"_h{k}.cell_contents is _f{k}")
+        else:
+            env[f"_n{k}"] = name
+            terms.append(f"_h{k}.get(_n{k}) is _f{k}")
+    # the graph: nnx's mutation counter has not moved (then plain lists/dicts in
+    # the graph, which no nnx hook sees, are compared by length), else a fingerprint
+    terms.append("_G.is_current()" if graph.containers else "(_G.version == _S.value or _G.is_current())")
+    namespace: dict[str, Any] = {}
+    exec(f"def holds(args):\n    return {' and '.join(terms)}\n", env, namespace)  # noqa: S102
+    return namespace["holds"]
 
 
 class StaticFunction:
@@ -204,8 +236,10 @@ class StaticFunction:
         self._current: Graph | None = None
         self._plan: _CallPlan | None = None
         self._last_args: tuple | None = None
-        self._jitted = jax.jit(self._traced, static_argnums=(0,),
-                               donate_argnums=(1,) if donate_state else (), backend=backend)
+        self._jit_options = {"donate_argnums": (0,) if donate_state else (), "backend": backend}
+        # one jax.jit function per static layout (graph structure, Layer/scalar positions):
+        # the per-call path then hands JAX only arrays, with no static argument to hash
+        self._compiled: dict[tuple, Callable] = {}
 
     # Decorating a method in a class body: bind like a function would.
     def __get__(self, instance, owner=None):
@@ -217,9 +251,17 @@ class StaticFunction:
         return f"StaticFunction({getattr(self.dygraph_function, '__qualname__', self.dygraph_function)})"
 
     # -- the call path (kept lean: this is per-step overhead) ---------------------
+    def _jitted(self, static) -> Callable:
+        """The compiled function `(values, dyn_args, dyn_kwargs) -> (out, updates)` for a static layout."""
+        jitted = self._compiled.get(static)
+        if jitted is None:
+            if len(self._compiled) >= _MAX_LAYOUTS:  # e.g. a Python float argument that changes every call
+                del self._compiled[next(iter(self._compiled))]
+            jitted = self._compiled[static] = jax.jit(functools.partial(self._traced, static), **self._jit_options)
+        return jitted
+
     def _prepare(self, args, kwargs):
         objs: list = []
-        dyn_args = list(args)
         layout = None
         static_pos = self._static_pos
         for i, a in enumerate(args):
@@ -228,11 +270,9 @@ class StaticFunction:
                 layout = layout or [None] * len(args)
                 layout[i] = ("g", len(objs))
                 objs.append(a)
-                dyn_args[i] = None
             elif i in static_pos or kind is _SCALAR:
                 layout = layout or [None] * len(args)
                 layout[i] = ("s", a, type(a))  # the type too: 1 == True must not share a trace
-                dyn_args[i] = None
             elif kind is _CONTAINER:
                 _reject_nested_state(a, f"argument {i}", self.__name__)
         dyn_kwargs = kwargs
@@ -260,8 +300,11 @@ class StaticFunction:
         graph = self._graph
         if graph is None or graph.objs != objs or not graph.is_current():
             graph = self._graph = Graph(objs, self._graph_ids)
+        # the compiled function takes the array arguments only, in order; `layout` puts
+        # the Layers/optimizers and Python values back around them while tracing
+        dyn_args = args if layout is None else tuple(a for a, slot in zip(args, layout) if slot is None)
         static = (graph.graph_id, None if layout is None else tuple(layout), kw_layout)
-        return graph, objs, static, dyn_args, dyn_kwargs
+        return graph, static, dyn_args, dyn_kwargs
 
     def __call__(self, *args, **kwargs):
         if not _settings["enabled"]:
@@ -271,18 +314,16 @@ class StaticFunction:
         self._last_args = args  # pdx.jit.save without input_spec exports this signature, as Paddle does
         plan = self._plan
         if plan is not None and not kwargs and plan.holds(args):
-            graph, static, dyn_args = plan.graph, plan.static, list(args)
-            for i in plan.constants:
-                dyn_args[i] = None
-            dyn_kwargs = kwargs
+            graph, jitted, dyn_args, dyn_kwargs = plan.graph, plan.jitted, plan.pick(args), kwargs
         else:
-            graph, _, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
-            self._plan = self._make_plan(args, kwargs, graph, static)
+            graph, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+            jitted = self._jitted(static)
+            self._plan = self._make_plan(args, kwargs, graph, jitted)
         # Read by _traced when this call traces; left in place afterwards (the
         # graph holds the same objects) because resetting costs per-call time.
         self._current = graph
         try:
-            out, updates = self._jitted(static, list(map(_stored_value, graph.variables)), dyn_args, dyn_kwargs)
+            out, updates = jitted(list(map(_stored_value, graph.variables)), dyn_args, dyn_kwargs)
         except jax.errors.UnexpectedTracerError as e:
             if not _dy2static_runtime.compiled_loop_locations:
                 raise
@@ -292,24 +333,25 @@ class StaticFunction:
             graph.write(updates)
         return out
 
-    def _make_plan(self, args, kwargs, graph: Graph, static) -> _CallPlan | None:
+    def _make_plan(self, args, kwargs, graph: Graph, jitted: Callable) -> _CallPlan | None:
         """A call plan for the fast path (see `_CallPlan`). Calls with keyword
         arguments, static arguments or containers always take the full path."""
-        types = tuple(map(type, args))
-        if kwargs or self._static_pos or any(_KINDS.get(t) is _CONTAINER for t in types):
+        arg_types = tuple(map(type, args))
+        if kwargs or self._static_pos or any(_KINDS.get(t) is _CONTAINER for t in arg_types):
             return None
-        nodes = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _NODE)
-        scalars = tuple((i, a) for i, a in enumerate(args) if _KINDS.get(type(a)) is _SCALAR)
-        free = tuple((holder, name, holder[name] if name is not None else holder.cell_contents)
-                     for holder, name in self._free_refs)
-        return _CallPlan(arg_types=types, nodes=nodes, scalars=scalars, free=free,
-                         constants=tuple(i for i, _ in nodes + scalars), graph=graph, static=static)
+        nodes = {i: a for i, a in enumerate(args) if _KINDS.get(type(a)) is _NODE}
+        scalars = {i: a for i, a in enumerate(args) if _KINDS.get(type(a)) is _SCALAR}
+        free = [(holder, name, holder[name] if name is not None else holder.cell_contents)
+                for holder, name in self._free_refs]
+        dynamic = tuple(i for i in range(len(args)) if i not in nodes and i not in scalars)
+        return _CallPlan(holds=_plan_check(arg_types, nodes, scalars, free, graph), pick=_picker(dynamic),
+                         graph=graph, jitted=jitted)
 
     def lower(self, *args, **kwargs):
         """`jax.stages.Lowered` for these inputs (StableHLO via `.as_text()`)."""
-        graph, _, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
+        graph, static, dyn_args, dyn_kwargs = self._prepare(args, kwargs)
         self._current = graph
-        return self._jitted.lower(static, graph.values(), dyn_args, dyn_kwargs)
+        return self._jitted(static).lower(graph.values(), dyn_args, dyn_kwargs)
 
     def last_input_spec(self) -> list[InputSpec] | None:
         """InputSpecs of the array arguments of the most recent call (None before any call).
@@ -330,7 +372,7 @@ class StaticFunction:
 
     def cache_size(self) -> int:
         """How many times the function was traced (one per input signature)."""
-        return self._jitted._cache_size()
+        return sum(jitted._cache_size() for jitted in self._compiled.values())
 
     def _run(self, graph, values, args, kwargs):
         code = self._static_code()
@@ -365,14 +407,12 @@ class StaticFunction:
         _, layout, kw_layout = static
         graph = self._current
         objs = graph.objs
-        args = []
-        for slot, a in zip(layout or [None] * len(dyn_args), dyn_args):
-            if slot is None:
-                args.append(a)
-            elif slot[0] == "g":
-                args.append(objs[slot[1]])
-            else:
-                args.append(slot[1])
+        if layout is None:
+            args = list(dyn_args)
+        else:
+            dynamic = iter(dyn_args)
+            args = [next(dynamic) if slot is None else objs[slot[1]] if slot[0] == "g" else slot[1]
+                    for slot in layout]
         kwargs = dict(dyn_kwargs)
         for k, kind, v, *_ in kw_layout:
             kwargs[k] = objs[v] if kind == "g" else v
