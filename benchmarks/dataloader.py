@@ -4,10 +4,11 @@ Both loaders read the same map-style dataset object: synthetic uint8 HWC
 images through the same numpy augmentation (pdx.vision.transforms:
 RandomCrop(padding=4) + RandomHorizontalFlip + ToTensor + Normalize), default
 collate, batch 128. pdx hands out jax arrays (device_put included), torch
-hands out torch tensors. Two numbers per loader and worker count:
+hands out torch tensors. Three numbers per loader and worker count:
 
   cold  samples/s over one full epoch including worker start-up
         (pdx spawns workers; torch forks them, its Linux default)
+  start seconds from iter(loader) to the first batch of that epoch
   warm  samples/s over later epochs with persistent_workers=True (steady state)
 
 Medians over --repeats runs; ratio = pdx / torch (> 1: pdx faster).
@@ -49,13 +50,15 @@ class AugmentedImages(io.Dataset):
         return len(self.images)
 
 
-def _consume(loader) -> int:
-    count = 0
+def _consume(loader) -> tuple[int, float]:
+    """(samples, seconds to the first batch) over one epoch."""
+    count, t, first = 0, time.perf_counter(), None
     for x, _ in loader:
+        first = time.perf_counter() - t if first is None else first
         count += x.shape[0]
     if hasattr(x, "block_until_ready"):
         x.block_until_ready()
-    return count
+    return count, first
 
 
 def _pdx(ds, workers, batch, persistent):
@@ -70,20 +73,20 @@ def _torch(ds, workers, batch, persistent):
                           persistent_workers=persistent and workers > 0)
 
 
-def measure(make, ds, workers, batch, warm_epochs) -> tuple[float, float]:
+def measure(make, ds, workers, batch, warm_epochs) -> tuple[float, float, float]:
     loader = make(ds, workers, batch, False)
     t = time.perf_counter()
-    n = _consume(loader)
+    n, start = _consume(loader)
     cold = n / (time.perf_counter() - t)
     loader = make(ds, workers, batch, True)
     _consume(loader)  # start-up epoch
     t = time.perf_counter()
-    n = sum(_consume(loader) for _ in range(warm_epochs))
+    n = sum(_consume(loader)[0] for _ in range(warm_epochs))
     warm = n / (time.perf_counter() - t)
     stream = getattr(loader, "_stream", None)
     if stream is not None:
         stream.close()
-    return cold, warm
+    return cold, start, warm
 
 
 def main():
@@ -102,17 +105,18 @@ def main():
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}; torch {torch.__version__}; "
           f"n={args.n}, {args.size}x{args.size}x3, batch {args.batch}, medians of {args.repeats}")
-    print("| workers | pdx cold | torch cold | cold ratio | pdx warm | torch warm | warm ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| workers | pdx cold | torch cold | cold ratio | pdx start s | torch start s | pdx warm | torch warm "
+          "| warm ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for workers in args.workers:
         runs = {"pdx": [], "torch": []}
         for _ in range(args.repeats):  # interleaved so load changes hit both alike
             runs["pdx"].append(measure(_pdx, ds, workers, args.batch, args.warm_epochs))
             runs["torch"].append(measure(_torch, ds, workers, args.batch, args.warm_epochs))
-        med = {k: [statistics.median(r[i] for r in v) for i in range(2)] for k, v in runs.items()}
-        (pc, pw), (tc, tw) = med["pdx"], med["torch"]
-        print(f"| {workers} | {pc:,.0f} | {tc:,.0f} | {pc / tc:.2f} | {pw:,.0f} | {tw:,.0f} | {pw / tw:.2f} |",
-              flush=True)
+        med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
+        (pc, ps, pw), (tc, ts, tw) = med["pdx"], med["torch"]
+        print(f"| {workers} | {pc:,.0f} | {tc:,.0f} | {pc / tc:.2f} | {ps:.2f} | {ts:.2f} | {pw:,.0f} | {tw:,.0f} "
+              f"| {pw / tw:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

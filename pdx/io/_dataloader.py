@@ -95,8 +95,9 @@ class DataLoader:
       num_workers: worker processes (0: load in the main process). Workers
         are started with `spawn`: datasets and transforms must be picklable,
         a script must build and iterate the loader under
-        `if __name__ == "__main__":`, and starting workers costs seconds
-        (each imports pdx), so prefer `persistent_workers=True`.
+        `if __name__ == "__main__":`, and starting workers costs a few
+        seconds (each imports grain, which imports JAX, and pdx's core; not
+        pdx.nn or the models), so prefer `persistent_workers=True`.
       use_buffer_reader: with num_workers=0, read ahead in a background thread.
       prefetch_factor: batches each worker (or the reader thread) keeps ready.
       use_shared_memory: accepted; grain always moves large arrays through

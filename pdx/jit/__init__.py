@@ -20,7 +20,6 @@ from pdx.jit._dy2static import Dy2StaticError, get_code, max_iterations
 from pdx.jit._input_spec import InputSpec
 from pdx.jit._static_function import StaticFunction, enable_to_static, not_to_static, to_static
 from pdx.jit._save import load, save
-from pdx.export import TranslatedLayer  # noqa: E402 (pdx.export needs the pdx.jit names above)
 
 __all__ = [
     "Dy2StaticError",
@@ -35,6 +34,19 @@ __all__ = [
     "save",
     "to_static",
 ]
+
+
+def __getattr__(name: str):
+    # pdx.export builds on pdx.jit (InputSpec), so jit.load's result type loads on first use
+    if name == "TranslatedLayer":
+        from pdx.export import TranslatedLayer
+
+        return TranslatedLayer
+    raise AttributeError(f"module 'pdx.jit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "TranslatedLayer"])
 
 
 class _CallableModule(types.ModuleType):

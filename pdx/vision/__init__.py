@@ -3,8 +3,21 @@
     pdx.vision.models       LeNet, ResNet, MobileNetV2, VGG (paddle.vision.models)
     pdx.vision.datasets     Digits, DatasetFolder, ImageFolder (paddle.vision.datasets)
     pdx.vision.transforms   all of paddle.vision.transforms (PIL, numpy HWC or jax CHW in, same kind out)
+
+Each loads on first use: `from pdx.vision import transforms` (numpy only, what
+a DataLoader worker needs) does not import the models and their layers.
 """
 
-from pdx.vision import datasets, models, transforms
+import importlib as _importlib
 
 __all__: list[str] = ["datasets", "models", "transforms"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return _importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
