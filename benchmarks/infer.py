@@ -1,9 +1,9 @@
-"""ResNet-18 inference latency on CPU: pdx runtimes against PyTorch and Paddle Inference.
+"""ResNet-18 / MobileNetV2 inference latency on CPU: pdx runtimes against PyTorch and Paddle Inference.
 
-One set of weights (paddle's resnet18 with random BatchNorm statistics) is
-loaded into every runtime, and each row answers the same request: a float32
-numpy batch [N, 3, 224, 224] in, numpy logits [N, 1000] out (host transfers
-included). Rows:
+One set of weights (paddle's resnet18 or mobilenet_v2 with random BatchNorm
+statistics) is loaded into every runtime, and each row answers the same
+request: a float32 numpy batch [N, 3, 224, 224] in, numpy logits [N, 1000]
+out (host transfers included). Rows:
 
   pdx eager          pdx.vision.models.resnet18, op by op
   pdx jit            the same Layer through `pdx.jit` (NCHW, Paddle's layout)
@@ -16,13 +16,21 @@ included). Rows:
   ... NHWC           the artifact rows again for the data_format="NHWC" model
                      (input spec [None, 224, 224, 3]; the request is still NCHW
                      and is transposed on the host inside the timed call)
+  pdx IREE buckets   one artifact for every batch size: `iree_batch_split=True`, batch
+                     buckets (1, 4, 16) as functions of one module, flags and conv
+                     rewrite chosen by pdx for the program, weights as arguments
+  ... inline         the same with the weights as compile-time constants (iree_params="inline")
+  pdx IREE bf16      the buckets artifact with iree_precision="bfloat16" (convolutions as
+                     patches + matmul with bfloat16 operands, float32 accumulation; weights
+                     inline): its max |diff| is bfloat16 rounding
   ... int8           the artifact rows for the model after pdx.quantization PTQ
                      (per-channel int8 weights, absmax activations calibrated on
                      4 random batches): int8 x int8 -> int32 convolutions and dots;
                      its max |diff| is quantization error, not a bug
-  torch eager        the same architecture written in torch.nn, `inference_mode`
+  torch eager        the same architecture written in torch.nn, `inference_mode` (ResNet-18 only)
   paddle inference   `paddle.jit.save` + `paddle.inference` predictor, with
-                     oneDNN (the CPU deployment setting); without oneDNN on request
+                     oneDNN (the CPU deployment setting); without oneDNN on request;
+                     "bf16 (oneDNN)": `enable_mkldnn_bfloat16()` (its max |diff| is bfloat16 rounding)
 
 Every row's output is compared with paddle's dygraph output (max |diff|),
 so a fast wrong row shows. Timings: wall clock per call after warm-up
@@ -37,6 +45,9 @@ Usage:
   python benchmarks/infer.py                         # batch 1 and 32, ~10 min on a 2-core CPU
   python benchmarks/infer.py --batch-sizes 1 --repeats 10 --rows "pdx jit,torch eager"
   python benchmarks/infer.py --size 64 --repeats 3   # a quick smoke run
+  python benchmarks/infer.py --batch-sizes 1,8 --rows "pdx XLA artifact,pdx IREE buckets,pdx IREE buckets inline,\
+pdx IREE bf16,paddle inference (oneDNN),paddle inference bf16 (oneDNN)"
+  python benchmarks/infer.py --model mobilenet_v2 --batch-sizes 1 --rows "pdx IREE buckets,paddle inference (oneDNN)"
 """
 
 from __future__ import annotations
@@ -44,6 +55,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import os
 import platform
 import statistics
@@ -56,8 +68,11 @@ from collections.abc import Callable
 import numpy as np
 
 ROWS = ("pdx eager", "pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx IREE host",
-        "pdx IREE host NHWC", "pdx XLA artifact int8", "pdx IREE host int8", "torch eager", "paddle inference (oneDNN)", "paddle inference (no oneDNN)")
+        "pdx IREE host NHWC", "pdx IREE buckets", "pdx IREE buckets inline", "pdx IREE bf16",
+        "pdx XLA artifact int8", "pdx IREE host int8", "torch eager", "paddle inference (oneDNN)",
+        "paddle inference bf16 (oneDNN)", "paddle inference (no oneDNN)")
 DEFAULT_ROWS = tuple(r for r in ROWS if r != "paddle inference (no oneDNN)")  # ~6x slower than with oneDNN
+MODELS = ("resnet18", "mobilenet_v2")
 JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx XLA artifact int8")  # interleaved
 
 
@@ -86,15 +101,15 @@ class Row:
 # --------------------------------------------------------------------------------------
 
 
-def paddle_reference(seed: int = 0):
-    """paddle's resnet18 in eval mode with random BatchNorm affine and running
-    statistics (the defaults would make every BN an identity), and its state dict."""
+def paddle_reference(seed: int = 0, model: str = "resnet18"):
+    """paddle's resnet18 / mobilenet_v2 in eval mode with random BatchNorm affine and
+    running statistics (the defaults would make every BN an identity), and its state dict."""
     import paddle
 
     paddle.set_device("cpu")
     paddle.seed(seed)
     rng = np.random.default_rng(seed)
-    net = paddle.vision.models.resnet18()
+    net = getattr(paddle.vision.models, model)()
     for layer in net.sublayers():
         if isinstance(layer, paddle.nn.BatchNorm2D):
             c = layer.weight.shape[0]
@@ -160,18 +175,19 @@ def torch_resnet18(state: dict):
 # --------------------------------------------------------------------------------------
 
 
-def _pdx_net(state: dict, data_format: str = "NCHW"):
+def _pdx_net_of(state: dict, data_format: str = "NCHW", model: str = "resnet18"):
     from pdx.vision import models
 
-    net = models.resnet18(data_format=data_format)
+    net = getattr(models, model)(data_format=data_format)
     missing, unexpected = net.set_state_dict(state)
     assert not missing and not unexpected, (missing, unexpected)
     return net.eval()
 
 
-def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int], Callable]]:
+def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[str, Callable[[int], Callable]]:
     """{row name: make(batch) -> run(x) }; each maker does that row's setup."""
     makers = {}
+    _pdx_net = functools.partial(_pdx_net_of, model=model)
 
     def pdx_eager(batch):
         import jax.numpy as jnp
@@ -216,13 +232,34 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
 
             shape = [None, size, size, 3] if data_format == "NHWC" else [None, 3, size, size]
             targets = ("xla",) if batch is None else ("xla", "iree-llvm-cpu")
-            path = os.path.join(workdir, f"resnet18_{data_format}_b{batch or 'any'}")
+            path = os.path.join(workdir, f"{model}_{data_format}_b{batch or 'any'}")
             net = int8_net() if data_format == "int8" else _pdx_net(state, data_format)
             pdx.export.export(net, path, [InputSpec(shape, "float32", "image")],
                               targets=targets, iree_dims=None if batch is None else {"batch": batch},
                               differentiable=False)
             artifacts[key] = path
         return artifacts[key]
+
+    def buckets_artifact(**options):
+        """One artifact for every batch size (IREE batch buckets), built once per option set."""
+        key = ("buckets",) + tuple(sorted(options.items()))
+        if key not in artifacts:
+            import pdx
+            from pdx.jit import InputSpec
+
+            path = os.path.join(workdir, f"{model}_buckets_{len(artifacts)}")
+            pdx.export.export(_pdx_net(state), path, [InputSpec([None, 3, size, size], "float32", "image")],
+                              targets=("xla", "iree-llvm-cpu"), iree_batch_split=True, differentiable=False,
+                              **options)
+            artifacts[key] = path
+        return artifacts[key]
+
+    def pdx_buckets(**options):
+        def make(batch):
+            import pdx
+
+            return pdx.export.load(buckets_artifact(**options), runtime="iree")
+        return make
 
     def pdx_artifact(runtime, data_format):
         def make(batch):
@@ -237,6 +274,8 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
     def torch_eager(batch):
         import torch
 
+        if model != "resnet18":
+            raise NotImplementedError(f"the torch row has ResNet-18 only, not {model}")
         torch.set_num_threads(threads)
         net = torch_resnet18(state)
 
@@ -247,13 +286,13 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
 
     saved: list[str] = []
 
-    def paddle_inference(onednn):
+    def paddle_inference(onednn, bf16=False):
         def make(batch):
             import paddle
 
             if not saved:
-                net, _ = paddle_reference()
-                prefix = os.path.join(workdir, "paddle_resnet18", "model")
+                net, _ = paddle_reference(model=model)
+                prefix = os.path.join(workdir, f"paddle_{model}", "model")
                 paddle.jit.save(net, prefix, input_spec=[paddle.static.InputSpec([None, 3, size, size], "float32",
                                                                                  "image")])
                 saved.append(prefix)
@@ -263,6 +302,8 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
             config.disable_gpu()
             config.set_cpu_math_library_num_threads(threads)
             config.enable_mkldnn() if onednn else config.disable_mkldnn()
+            if bf16:
+                config.enable_mkldnn_bfloat16()
             config.disable_glog_info()
             predictor = paddle.inference.create_predictor(config)
             inp = predictor.get_input_handle(predictor.get_input_names()[0])
@@ -280,9 +321,12 @@ def build_rows(names, state, workdir, threads, size) -> dict[str, Callable[[int]
         "pdx eager": pdx_eager, "pdx jit": pdx_jit("NCHW"), "pdx jit NHWC": pdx_jit("NHWC"),
         "pdx XLA artifact": pdx_artifact("xla", "NCHW"), "pdx XLA artifact NHWC": pdx_artifact("xla", "NHWC"),
         "pdx IREE host": pdx_artifact("iree", "NCHW"), "pdx IREE host NHWC": pdx_artifact("iree", "NHWC"),
+        "pdx IREE buckets": pdx_buckets(), "pdx IREE buckets inline": pdx_buckets(iree_params="inline"),
+        "pdx IREE bf16": pdx_buckets(iree_params="inline", iree_precision="bfloat16"),
         "pdx XLA artifact int8": pdx_artifact("xla", "int8"), "pdx IREE host int8": pdx_artifact("iree", "int8"),
         "torch eager": torch_eager,
         "paddle inference (oneDNN)": paddle_inference(True),
+        "paddle inference bf16 (oneDNN)": paddle_inference(True, bf16=True),
         "paddle inference (no oneDNN)": paddle_inference(False),
     }
     for name in names:
@@ -403,6 +447,7 @@ def main(argv=None) -> int:
                    help="torch / paddle CPU threads (XLA and IREE use all cores; default: all)")
     p.add_argument("--size", type=int, default=224, help="image height and width (default 224)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default="resnet18", choices=MODELS, help="the network (default resnet18)")
     args = p.parse_args(argv)
 
     names = [n.strip() for n in args.rows.split(",") if n.strip()]
@@ -414,18 +459,18 @@ def main(argv=None) -> int:
     except ValueError:
         p.error(f"--batch-sizes={args.batch_sizes!r} must be comma-separated integers, e.g. 1,32")
     if args.size < 32:
-        p.error(f"--size={args.size}: ResNet-18 needs images of at least 32x32")
+        p.error(f"--size={args.size}: the networks need images of at least 32x32")
     if any(b < 1 for b in batches):
         p.error(f"--batch-sizes={args.batch_sizes!r}: every batch size must be >= 1")
 
     os.environ.setdefault("GLOG_minloglevel", "2")
     warnings.filterwarnings("ignore")
-    pd_net, state = paddle_reference(args.seed)
+    pd_net, state = paddle_reference(args.seed, args.model)
     rng = np.random.default_rng(args.seed)
     started = datetime.datetime.now(datetime.timezone.utc)
     results: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="pdx_infer_") as workdir:
-        makers = build_rows(names, state, workdir, args.threads, args.size)
+        makers = build_rows(names, state, workdir, args.threads, args.size, args.model)
         for batch in batches:
             import paddle
 
@@ -452,7 +497,7 @@ def main(argv=None) -> int:
             results += rows
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    print(f"ResNet-18 inference, float32 [N, 3, {args.size}, {args.size}] -> [N, 1000], CPU. {started:%Y-%m-%d %H:%M} UTC.")
+    print(f"{args.model} inference, float32 [N, 3, {args.size}, {args.size}] -> [N, 1000], CPU. {started:%Y-%m-%d %H:%M} UTC.")
     print(f"Machine: {machine()}. Load average after the run: {load and ', '.join(f'{v:.1f}' for v in load)}.")
     print(f"Versions: Python {platform.python_version()}, {versions()}.")
     print(f"Calls: {args.warmup} warm-up, up to {args.repeats} timed (budget {args.budget:.0f} s per row); "

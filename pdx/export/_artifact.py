@@ -4,7 +4,7 @@
       manifest.json          inputs, outputs, parameters, targets, versions, sha256 of every file
       program.jaxexport      serialized `jax.export.Exported` (StableHLO + calling convention)
       params.safetensors     parameters and buffers, by state_dict name (kept apart from the program)
-      <target>.vmfb          one IREE module per IREE target
+      <target>.vmfb          one IREE module per IREE target (a function per batch bucket)
 
 Every read goes through `read_artifact`, which follows pdx's one loader rule
 (`pdx._safefile`): regular files only (no FIFO, device or directory), symlinks
@@ -273,6 +273,27 @@ def check_manifest(manifest: dict, where: str) -> None:
                      for s, e in zip(shapes, manifest["inputs"])), f"targets[{name!r}].input_shapes", shapes)
         split = info.get("batch_split", False)
         need(isinstance(split, bool) and (not split or "batch" in dims), f"targets[{name!r}].batch_split", split)
+        need(info.get("params", "arguments") in ("arguments", "inline"), f"targets[{name!r}].params",
+             info.get("params"))
+        need(info.get("conv", "native") in ("native", "patches"), f"targets[{name!r}].conv", info.get("conv"))
+        need(info.get("precision", "float32") in ("float32", "bfloat16"), f"targets[{name!r}].precision",
+             info.get("precision"))
+        need(isinstance(info.get("fold_batchnorm", False), bool), f"targets[{name!r}].fold_batchnorm",
+             info.get("fold_batchnorm"))
+        error = info.get("max_error", 0.0)
+        need(isinstance(error, (int, float)) and not isinstance(error, bool) and error >= 0,
+             f"targets[{name!r}].max_error", error)
+        buckets = info.get("buckets", [])
+        need(isinstance(buckets, list) and (not buckets or "batch" in dims), f"targets[{name!r}].buckets", buckets)
+        for i, b in enumerate(buckets):
+            need(isinstance(b, dict) and isinstance(b.get("batch"), int) and not isinstance(b["batch"], bool)
+                 and b["batch"] >= 1 and isinstance(b.get("input_shapes"), list)
+                 and len(b["input_shapes"]) == len(shapes)
+                 and all(isinstance(s, list) and len(s) == len(t) and all(_is_count(d) for d in s)
+                         for s, t in zip(b["input_shapes"], shapes)),
+                 f"targets[{name!r}].buckets[{i}]", b)
+        batches = [b["batch"] for b in buckets]
+        need(len(set(batches)) == len(batches), f"targets[{name!r}].buckets (batch sizes)", batches)
 
 
 # -- input/output specs in JSON -----------------------------------------------------------------

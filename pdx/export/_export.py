@@ -30,7 +30,8 @@ from jax import export as jax_export
 
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
-from pdx.export._iree import IREE_TARGETS, compile_vmfb
+from pdx.export._iree import IREE_TARGETS
+from pdx.export._iree_export import IreeOptions, compile_targets
 from pdx.jit import InputSpec
 from pdx.jit import StaticFunction
 from pdx._static_layers import static_layers
@@ -38,7 +39,7 @@ from pdx.nn import Buffer, Layer
 
 __all__ = ["BATCH", "TARGETS", "export", "export_program"]
 
-BATCH = "batch"  # the symbol of a `None` leading dim, shared by all inputs
+BATCH = "batch"  # the symbol of a `None` leading dim, shared by all inputs (_iree_export.BATCH too)
 TARGETS = ("xla",) + tuple(IREE_TARGETS)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _OP = re.compile(r"(?:=|^)\s*\"?((?:stablehlo|chlo)\.[a-z_]+)", re.MULTILINE)
@@ -165,7 +166,10 @@ def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str
 def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("xla",), *,
            name: str | None = None, output_names: Sequence[str] | None = None,
            platforms: Sequence[str] = ("cpu", "cuda"), iree_dims: Mapping[str, int] | None = None,
-           iree_batch_split: bool = False, differentiable: bool = True) -> pathlib.Path:
+           iree_batch_split: bool = False, iree_batch_sizes: Sequence[int] | None = None,
+           iree_flags: Sequence[str] | None = None, iree_params: str = "arguments", iree_conv: str = "auto",
+           iree_precision: str = "float32", iree_fold_batchnorm: bool = False,
+           differentiable: bool = True) -> pathlib.Path:
     """Export a Layer or function to a StableHLO artifact directory.
 
     Args:
@@ -184,15 +188,47 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
       output_names: names for the flattened outputs (default "output" or
         "output_0", "output_1", ...; a dict output uses its keys).
       platforms: XLA platforms the program is lowered for.
-      iree_dims: sizes for the dynamic dims in IREE targets, which need
-        static shapes (default {"batch": 1}): IREE does not compile the
+      iree_dims: sizes for the dynamic dims other than the batch in IREE
+        targets, which need static shapes: IREE does not compile the
         dynamic reshapes of a symbolic program, so IREE modules are
-        specialized and the manifest records the sizes.
+        specialized and the manifest records the sizes. `{"batch": n}` is
+        the same as `iree_batch_sizes=(n,)`.
       iree_batch_split: promise that the rows of a batch are independent
         (true of inference models in eval mode, false of e.g. a function
         that sums over the batch): the IREE runtime then accepts any batch
-        size and runs it in chunks of `iree_dims["batch"]`. Without it, IREE
-        inputs must have exactly the specialized shapes.
+        size and runs it as the cheapest sequence of bucket calls (the last
+        one padded with zero rows, which are dropped). Without it, the
+        batch must be one of `iree_batch_sizes`.
+      iree_batch_sizes: the batch buckets: one function per size in each
+        IREE module (default `DEFAULT_BATCH_SIZES` = (1, 4, 16) with
+        `iree_batch_split`, else (1,)). Each size is one more compile.
+      iree_flags: iree-compile optimization flags for every IREE target,
+        instead of the measured choice for the program (`choose_flags`:
+        im2col for regular convolutions, not with depthwise ones). The
+        target's device flags are kept; the manifest records all flags.
+      iree_params: "arguments" (default: the IREE modules take the
+        parameters as arguments, uploaded once by the runtime) or "inline"
+        (the weights are compile-time constants of the modules, which IREE
+        may pre-pack; the .vmfb then holds the weights).
+      iree_conv: "auto" (default: the measured choice for the program, see
+        `_iree_export.CONV_BY_PROGRAM`; today the convolutions as traced),
+        "native" or "patches" (each one-group convolution as explicit
+        patches and one matmul). A rewritten program is checked against the
+        traced one on XLA at export (relative error <= 1e-4 of the largest
+        output, else the traced program is compiled, with a warning); the
+        manifest records the choice and the error.
+      iree_precision: "float32" (default) or "bfloat16" (needs
+        iree_params="inline"): the IREE modules' convolutions (as patches)
+        and matmuls take bfloat16 operands and accumulate in float32; the
+        manifest's `max_error` is the measured error against the float32
+        program (about 3e-3 of the largest logit on ResNet-18).
+      iree_fold_batchnorm: fold a per-channel scale and shift that follow a
+        convolution (an eval-mode BatchNorm) into its weights and a bias in
+        the IREE modules (checked like the other rewrites; with inline
+        weights the folded weights are constants). Off by default: no
+        speed-up was measured, and iree-compile 3.13 rejects some folded
+        programs (stack allocation limit), which then compile a second time
+        unfolded. The XLA program and params.safetensors are never changed.
       differentiable: also serialize the backward pass, so `pdx.jit.load`
         can fine-tune the parameters.
 
@@ -233,18 +269,10 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     manifest_targets = {"xla": {"file": _artifact.PROGRAM, "platforms": list(exported.platforms)}}
     iree = [t for t in targets if t != "xla"]
     if iree:
-        dims = _iree_dims(specs, iree_dims)
-        static = [jax.ShapeDtypeStruct(tuple(dims[_dim_symbol(a)] if d is None else d for a, d in enumerate(s.shape)),
-                                       s.dtype) for s in specs]
-        param_structs = tuple(jax.ShapeDtypeStruct(p.shape, p.dtype) for p in params.values())
-        static_mlir = jax_export.export(jax.jit(traced.program), platforms=("cpu",))(param_structs, *static).mlir_module()
-        for target in iree:
-            backend, flags, _ = IREE_TARGETS[target]
-            file = f"{target}.vmfb"
-            files[file] = compile_vmfb(static_mlir, target)
-            manifest_targets[target] = {"file": file, "backend": backend, "flags": list(flags), "dims": dims,
-                                        "input_shapes": [list(s.shape) for s in static],
-                                        "batch_split": bool(iree_batch_split) and _batch_leading(specs, exported)}
+        options = IreeOptions(dims=iree_dims, batch_split=iree_batch_split and _batch_leading(specs, exported),
+                              batch_sizes=iree_batch_sizes, flags=iree_flags, params=iree_params,
+                              conv=iree_conv, precision=iree_precision, fold_batchnorm=iree_fold_batchnorm)
+        manifest_targets.update(compile_targets(traced.program, specs, params, iree, files, options))
 
     manifest = {
         "name": name or traced.name,
@@ -279,19 +307,6 @@ def _dict_keys(tree) -> list[str] | None:
         paths = jax.tree_util.tree_flatten_with_path(example)[0]
         return [".".join(str(getattr(k, "key", k)) for k in p) for p, _ in paths]
     return None
-
-
-def _iree_dims(specs: Sequence[InputSpec], given: Mapping[str, int] | None) -> dict[str, int]:
-    dims = {BATCH: 1, **(dict(given) if given else {})}
-    needed = sorted({_dim_symbol(a) for s in specs for a, d in enumerate(s.shape) if d is None})
-    missing = [d for d in needed if d not in dims]
-    if missing:
-        raise ValueError(f"export: IREE targets need static shapes; give sizes for the dynamic dims "
-                         f"{missing} with iree_dims={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
-    bad = {k: v for k, v in dims.items() if not isinstance(v, int) or v < 1}
-    if bad:
-        raise ValueError(f"export: iree_dims={dict(given)} must map dim names to ints >= 1; bad: {bad}")
-    return {k: dims[k] for k in needed}
 
 
 def _op_histogram(mlir: str) -> dict[str, int]:

@@ -16,7 +16,7 @@ from jax import export as jax_export
 
 from pdx.export import _artifact
 from pdx.export._artifact import ArtifactError
-from pdx.export._iree import IREE_TARGETS, IreeModule
+from pdx.export._iree import IREE_TARGETS, IreeModule, function_name, plan_batches
 from pdx.export._validate import Signature, check_arrays
 
 __all__ = ["Artifact", "Predictor", "load"]
@@ -87,11 +87,14 @@ class Predictor:
       output_names: tuple of output names.
       runtime: "xla" or "iree".
 
-    An IREE module has static shapes (recorded in the manifest): its
-    `input_specs` are those shapes, or keep a `None` batch dim when the
-    artifact was exported with `iree_batch_split=True` (any batch size is
-    then run in chunks of the specialized size).
       manifest: the artifact's manifest dict.
+
+    An IREE module has static shapes: one function per batch bucket
+    (recorded in the manifest). With `iree_batch_split=True` at export, `input_specs`
+    keep a `None` batch dim and any batch size runs as the cheapest sequence
+    of bucket calls (`plan_batches`; the last chunk padded with zero rows
+    that are dropped). Without it, the batch must be one of the buckets; a
+    single bucket's `input_specs` are its static shapes.
     """
 
     def __init__(self, artifact: Artifact, runtime: str, target: str | None = None):
@@ -116,16 +119,19 @@ class Predictor:
             raise ValueError(f"load: target {target!r} is compiled for another device; it cannot run on "
                              "this host (use 'iree-llvm-cpu' here, or copy the .vmfb to the device)")
         info = artifact.targets[target]
-        self._module = IreeModule(artifact.files[info["file"]], artifact.params)
-        self._iree_dims = dict(info["dims"])
-        static = [dict(e, shape=s) for e, s in zip(artifact.inputs, info["input_shapes"])]
-        self._static = Signature(static)
+        buckets = info.get("buckets") or [{"batch": None, "input_shapes": info["input_shapes"]}]
+        inline = info.get("params") == "inline"
+        self._module = IreeModule(artifact.files[info["file"]], [] if inline else artifact.params)
+        self._static = {b["batch"]: Signature([dict(e, shape=s) for e, s in zip(artifact.inputs, b["input_shapes"])])
+                        for b in buckets}
+        self._buckets = tuple(b["batch"] for b in buckets)
         self._chunked = bool(info.get("batch_split"))
-        if not self._chunked:  # the module takes exactly the shapes it was specialized to
-            self._sig = self._static
+        if not self._chunked and len(buckets) == 1:  # the module takes exactly the shapes it was specialized to
+            self._sig = self._static[self._buckets[0]]
             self._fn_name = (f"{self.name} (iree module specialized to static shapes; export with "
-                             "iree_dims=... or iree_batch_split=True for other batch sizes)")
-            self.input_specs = tuple(_artifact.spec_from_json(e) for e in static)
+                             "iree_batch_sizes=... or iree_batch_split=True for other batch sizes)")
+            self.input_specs = tuple(_artifact.spec_from_json(dict(e, shape=s))
+                                     for e, s in zip(artifact.inputs, buckets[0]["input_shapes"]))
         self._run = self._run_iree
 
     def __repr__(self) -> str:
@@ -148,18 +154,26 @@ class Predictor:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def _run_iree(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        if len(self._buckets) == 1 and not self._chunked:
+            return self._module(*arrays, function=function_name(self._buckets[0]))
+        n = arrays[0].shape[0]
         if not self._chunked:
-            return self._module(*arrays)
-        # The module is specialized to `batch` rows: run chunks, pad the last one.
-        k, n = self._iree_dims["batch"], arrays[0].shape[0]
-        pieces = []
-        for start in range(0, n, k):
+            if n not in self._buckets:
+                raise ValueError(f"{self.name} (iree): batch size {n} is not one the modules were compiled for "
+                                 f"({list(self._buckets)}); pass one of those, or export with "
+                                 "iree_batch_split=True to run any batch size")
+            chunk = check_arrays(self._static[n], arrays, fn=self._fn_name, convert=True)
+            return self._module(*chunk, function=function_name(n))
+        # Cover the batch with bucket calls (plan_batches); only the last chunk is padded.
+        pieces, start = [], 0
+        for k in plan_batches(n, self._buckets):
             chunk = [a[start:start + k] for a in arrays]
             rows = chunk[0].shape[0]
             if rows < k:
                 chunk = [np.concatenate([c, np.zeros((k - rows,) + c.shape[1:], c.dtype)]) for c in chunk]
-            chunk = check_arrays(self._static, chunk, fn=f"{self._fn_name} static shapes", convert=True)
-            pieces.append([o[:rows] for o in self._module(*chunk)])
+            chunk = check_arrays(self._static[k], chunk, fn=f"{self._fn_name} static shapes", convert=True)
+            pieces.append([o[:rows] for o in self._module(*chunk, function=function_name(k))])
+            start += k
         return [np.concatenate(parts) for parts in zip(*pieces)]
 
 

@@ -1,0 +1,265 @@
+"""Inference rewrites of a traced program for IREE: BatchNorm folding, convs as patches + matmul, bf16.
+
+IREE's llvm-cpu backend runs a matmul far better than a direct convolution
+(its own im2col helps regular convolutions but not at every size, see
+`_iree.FLAGS_BY_PROGRAM`). `rewrite_program` re-traces a function through
+a small jaxpr interpreter that replaces
+
+  - every 2-D-or-more `conv_general_dilated` with one group (not depthwise)
+    by `conv_general_dilated_patches` and one `dot_general` over the
+    patches (exact up to float rounding), and
+  - with `precision="bfloat16"`: the operands of those matmuls and of every
+    float32 `dot_general` by bfloat16, accumulated in float32 (the output
+    dtype is unchanged; the error is the bfloat16 rounding of activations
+    and weights, measured by the caller).
+
+and with `fold_scale=True`, a per-output-channel multiply and add that
+follow a convolution with constant weights (an eval-mode BatchNorm, which
+pdx lowers to `y * scale + shift`) become the convolution's weights times
+`scale` and a bias (exact up to float rounding; the weight product is a
+constant for IREE when the weights are inlined).
+
+Everything else is bound as traced; calls (`jit`, custom derivatives) are
+inlined so convolutions inside them are reached. Inference only: the
+rewritten program has no custom derivative rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import numpy as np
+import jax.numpy as jnp
+from jax import lax
+from jax.extend import core as jex_core
+
+__all__ = ["CONV_MODES", "PRECISIONS", "rewrite_program"]
+
+CONV_MODES = ("native", "patches")
+PRECISIONS = ("float32", "bfloat16")
+
+# Call-like primitives whose body is inlined: name -> the param holding the (closed) jaxpr.
+_CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
+          "remat": "jaxpr", "checkpoint": "jaxpr"}
+
+
+def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "float32",
+                    fold_scale: bool = False, weights_argnum: int | None = None) -> Callable:
+    """`fn` with its convolutions and matmuls rewritten for IREE (see the module docstring).
+
+    Args:
+      fn: a function of arrays (traced once per call signature).
+      conv: "patches" (convolutions as patches + matmul) or "native" (left as they are).
+      precision: "float32" or "bfloat16" (matmul operands rounded to bfloat16, float32 accumulation).
+      fold_scale: fold a per-output-channel multiply and add that follow a
+        convolution (an eval-mode BatchNorm) into its weights and a bias.
+        Only values computed from the weights (argument `weights_argnum`)
+        and constants count as per-channel constants.
+      weights_argnum: the positional argument of `fn` holding the weights.
+
+    Example:
+      >>> import jax.numpy as jnp, numpy as np
+      >>> f = lambda x, w: jax.lax.conv(x, w, (1, 1), "SAME")
+      >>> x, w = np.ones((1, 2, 4, 4), np.float32), np.ones((3, 2, 3, 3), np.float32)
+      >>> bool(jnp.allclose(rewrite_program(f)(x, w), f(x, w)))
+      True
+    """
+    if conv not in CONV_MODES:
+        raise ValueError(f"rewrite_program: conv={conv!r} must be one of {CONV_MODES}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"rewrite_program: precision={precision!r} must be one of {PRECISIONS}")
+    options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale)
+
+    def rewritten(*args):
+        closed = jax.make_jaxpr(fn)(*args)
+        dynamic = [i != weights_argnum for i, a in enumerate(args) for _ in jax.tree.leaves(a)]
+        out, _ = _eval(closed.jaxpr, closed.consts, jax.tree.leaves(args), dynamic, options)
+        return jax.tree.unflatten(jax.tree.structure(jax.eval_shape(fn, *args)), [_value(o) for o in out])
+
+    return rewritten
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    conv: str
+    bf16: bool
+    fold: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class _PendingConv:
+    """A convolution whose output is still to be scaled and shifted per output channel."""
+
+    x: object
+    w: object
+    params: dict
+    scale: object = None  # (O,) or None
+    shift: object = None  # (O,) or None
+    options: _Options | None = None
+
+    def materialize(self):
+        w, rhs_out = self.w, self.params["dimension_numbers"].rhs_spec[0]
+        if self.scale is not None:
+            w = _constant_eval(lambda w, s: w * _along(s, w.ndim, rhs_out), w, self.scale)
+        out = _conv(self.x, w, self.params, self.options)
+        if self.shift is not None:
+            out = out + _along(self.shift, out.ndim, self.params["dimension_numbers"].out_spec[1]).astype(out.dtype)
+        return out
+
+
+def _constant_eval(fn, *values):
+    """fn(*values), computed now when no value is traced (inline weights: the folded weights
+    are written as constants, not as operations for IREE to evaluate)."""
+    if any(isinstance(v, jax.core.Tracer) for v in values):
+        return fn(*values)
+    with jax.ensure_compile_time_eval():
+        return fn(*values)
+
+
+def _along(vector, ndim: int, axis: int):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return jnp.reshape(vector, shape)
+
+
+def _value(v):
+    return v.materialize() if isinstance(v, _PendingConv) else v
+
+
+def _conv(x, w, params, options: _Options):
+    if _conv_as_matmul(params, (x, w), options.conv):
+        return _patches_conv(x, w, bf16=options.bf16, **params)
+    return lax.conv_general_dilated_p.bind(x, w, **params)
+
+
+def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[bool]]:
+    """Evaluate `jaxpr` with the rewrites; returns (outputs, which outputs depend on dynamic inputs)."""
+    env, moving = {}, set()
+    uses = collections.Counter(v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, jex_core.Literal))
+    uses.update(v for v in jaxpr.outvars if not isinstance(v, jex_core.Literal))
+
+    def raw(v):
+        return v.val if isinstance(v, jex_core.Literal) else env[v]
+
+    def read(v):
+        value = raw(v)
+        if isinstance(value, _PendingConv):
+            value = env[v] = value.materialize()
+        return value
+
+    for v, value in zip(jaxpr.constvars, consts):
+        env[v] = value
+    for v, value, dyn in zip(jaxpr.invars, args, dynamic):
+        env[v] = value
+        if dyn:
+            moving.add(v)
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        in_dynamic = [not isinstance(v, jex_core.Literal) and v in moving for v in eqn.invars]
+        out_dynamic = [any(in_dynamic)] * len(eqn.outvars)
+        folded = _fold(eqn, [raw(v) for v in eqn.invars], in_dynamic, uses, options)
+        if folded is not None:
+            outvals = [folded]
+        elif name in _CALLS and _CALLS[name] in eqn.params:
+            body = eqn.params[_CALLS[name]]
+            inner, inner_consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, ())
+            n_in = len(inner.invars)
+            # Pending convolutions flow into the call (a BatchNorm in its own jit folds too).
+            invals = [raw(v) for v in eqn.invars][len(eqn.invars) - n_in:]
+            outvals, out_dynamic = _eval(inner, inner_consts, invals, in_dynamic[len(eqn.invars) - n_in:], options)
+        else:
+            invals = [read(v) for v in eqn.invars]
+            if name == "conv_general_dilated" and options.fold and not in_dynamic[1] and in_dynamic[0] \
+                    and uses[eqn.outvars[0]] == 1 and _is_f32(invals):
+                outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
+            elif name == "conv_general_dilated" and _conv_as_matmul(eqn.params, invals, options.conv):
+                outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
+            elif name == "dot_general" and options.bf16 and _is_f32(invals):
+                lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
+                out = lax.dot_general(lhs, rhs, eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
+                outvals = [out.astype(eqn.outvars[0].aval.dtype)]
+            else:
+                def bind(*args, eqn=eqn):
+                    with eqn.ctx.manager:
+                        out = eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(eqn.params))
+                    return out if eqn.primitive.multiple_results else [out]
+
+                outvals = bind(*invals) if any(in_dynamic) else _constant_eval(bind, *invals)
+        for v, value, dyn in zip(eqn.outvars, outvals, out_dynamic):
+            env[v] = value
+            if dyn:
+                moving.add(v)
+    outs = [raw(v) for v in jaxpr.outvars]
+    return outs, [not isinstance(v, jex_core.Literal) and v in moving for v in jaxpr.outvars]
+
+
+def _fold(eqn, invals, in_dynamic, uses, options: _Options):
+    """A new _PendingConv for `pending * c` / `pending + c` with c constant per output channel, or a
+    transpose of `pending`; else None."""
+    if not options.fold:
+        return None
+    if eqn.primitive.name == "transpose" and isinstance(invals[0], _PendingConv) and uses[eqn.invars[0]] == 1:
+        # A layout change of the output is the same convolution with another output spec.
+        perm, dn = tuple(eqn.params["permutation"]), invals[0].params["dimension_numbers"]
+        out_spec = tuple(perm.index(d) for d in dn.out_spec)
+        return dataclasses.replace(invals[0], params=dict(invals[0].params, dimension_numbers=dn._replace(
+            out_spec=out_spec)))
+    if eqn.primitive.name not in ("mul", "add") or len(invals) != 2:
+        return None
+    for i in (0, 1):
+        pending, other = invals[i], invals[1 - i]
+        if not isinstance(pending, _PendingConv) or in_dynamic[1 - i]:
+            continue
+        if uses[eqn.invars[i]] != 1:
+            return None
+        axis = pending.params["dimension_numbers"].out_spec[1]
+        shape = np.shape(other)
+        channels = pending.w.shape[pending.params["dimension_numbers"].rhs_spec[0]]
+        if len(shape) not in (0, len(eqn.outvars[0].aval.shape)) or any(
+                d != 1 for a, d in enumerate(shape) if a != axis) or (shape and shape[axis] not in (1, channels)):
+            return None
+        if jnp.dtype(other.dtype) != jnp.dtype(eqn.outvars[0].aval.dtype):
+            return None
+        def combine(other, scale, shift):
+            vector = jnp.broadcast_to(jnp.reshape(other, (-1,)) if shape else other, (channels,))
+            if eqn.primitive.name == "mul":
+                return (vector if scale is None else scale * vector), (None if shift is None else shift * vector)
+            return scale, (vector if shift is None else shift + vector)
+
+        scale, shift = _constant_eval(combine, other, pending.scale, pending.shift)
+        return dataclasses.replace(pending, scale=scale, shift=shift)
+    return None
+
+
+def _is_f32(arrays) -> bool:
+    return all(jnp.dtype(a.dtype) == jnp.float32 for a in arrays)
+
+
+def _conv_as_matmul(p, invals, conv: str) -> bool:
+    return (conv == "patches" and p["feature_group_count"] == 1 and p["batch_group_count"] == 1
+            and all(d == 1 for d in p["lhs_dilation"]) and _is_f32(invals) and len(invals[0].shape) >= 4)
+
+
+def _patches_conv(x, w, *, window_strides, padding, rhs_dilation, dimension_numbers, preferred_element_type,
+                  bf16: bool, **_):
+    """conv_general_dilated (one group) as patches [.., C*prod(k), ..] contracted with w [O, C*prod(k)]."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    kernel = tuple(w.shape[d] for d in rhs_spec[2:])
+    w2 = jnp.transpose(w, rhs_spec).reshape(w.shape[rhs_spec[0]], -1)  # [O, C * prod(kernel)], C major
+    if bf16:
+        x, w2 = x.astype(jnp.bfloat16), w2.astype(jnp.bfloat16)
+    pointwise = (all(k == 1 for k in kernel) and all(s == 1 for s in window_strides)
+                 and all(tuple(p) == (0, 0) for p in padding) and tuple(lhs_spec) == tuple(out_spec))
+    if pointwise:  # a 1x1 convolution is already a matmul over the channels
+        patches = x
+    else:
+        patches = lax.conv_general_dilated_patches(x, kernel, window_strides, padding, rhs_dilation=rhs_dilation,
+                                                   dimension_numbers=dimension_numbers)
+    feature = out_spec[1]
+    out = lax.dot_general(patches, w2, (((feature,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+    out = jnp.moveaxis(out, -1, feature)  # dot_general puts O last
+    return out.astype(preferred_element_type or jnp.float32)
