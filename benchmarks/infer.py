@@ -18,7 +18,8 @@ out (host transfers included). Rows:
                      and is transposed on the host inside the timed call)
   pdx IREE buckets   one artifact for every batch size: `iree_batch_split=True`, batch
                      buckets (1, 4, 16) as functions of one module, flags and conv
-                     rewrite chosen by pdx for the program, weights as arguments
+                     rewrite chosen by pdx for the program, weights where pdx puts them
+                     (iree_params="auto": inline for depthwise programs, else arguments)
   ... inline         the same with the weights as compile-time constants (iree_params="inline")
   pdx IREE bf16      the buckets artifact with iree_precision="bfloat16" (convolutions as
                      patches + matmul with bfloat16 operands, float32 accumulation; weights

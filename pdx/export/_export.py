@@ -167,7 +167,7 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
            name: str | None = None, output_names: Sequence[str] | None = None,
            platforms: Sequence[str] = ("cpu", "cuda"), iree_dims: Mapping[str, int] | None = None,
            iree_batch_split: bool = False, iree_batch_sizes: Sequence[int] | None = None,
-           iree_flags: Sequence[str] | None = None, iree_params: str = "arguments", iree_conv: str = "auto",
+           iree_flags: Sequence[str] | None = None, iree_params: str = "auto", iree_conv: str = "auto",
            iree_precision: str = "float32", iree_fold_batchnorm: bool = False,
            differentiable: bool = True) -> pathlib.Path:
     """Export a Layer or function to a StableHLO artifact directory.
@@ -206,10 +206,12 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
         instead of the measured choice for the program (`choose_flags`:
         im2col for regular convolutions, not with depthwise ones). The
         target's device flags are kept; the manifest records all flags.
-      iree_params: "arguments" (default: the IREE modules take the
-        parameters as arguments, uploaded once by the runtime) or "inline"
-        (the weights are compile-time constants of the modules, which IREE
-        may pre-pack; the .vmfb then holds the weights).
+      iree_params: "auto" (default: the measured choice for the program,
+        `_iree_export.PARAMS_BY_PROGRAM`: inline for programs with depthwise
+        or grouped convolutions, arguments otherwise), "arguments" (the IREE
+        modules take the parameters as arguments, uploaded once by the
+        runtime) or "inline" (the weights are compile-time constants of the
+        modules, which IREE may pre-pack; the .vmfb then holds the weights).
       iree_conv: "auto" (default: the measured choice for the program, see
         `_iree_export.CONV_BY_PROGRAM`; today the convolutions as traced),
         "native" or "patches" (each one-group convolution as explicit

@@ -31,7 +31,7 @@ BATCH = "batch"  # the symbol of a `None` leading dim (as in _export.py)
 # Each bucket is one more function in the module: compile time grows about linearly
 # with the buckets (benchmarks/export_matrix.py prints compile seconds).
 DEFAULT_BATCH_SIZES = (1, 4, 16)
-IREE_PARAMS = ("arguments", "inline")
+IREE_PARAMS = ("auto", "arguments", "inline")
 # A float32 rewrite must match the traced program within this fraction of its largest |output|.
 FP32_TOLERANCE = 1e-4
 
@@ -47,6 +47,15 @@ CONV_BY_PROGRAM: Mapping[str, str] = {
     "grouped_conv": "native",
     "dense": "native",
 }
+# Program kind -> where the weights live for iree_params="auto", by measurement
+# (`python benchmarks/infer.py`, 224 px, batch 1, idle 2-core Xeon, IREE 3.13, benchmarks/RESULTS.md):
+#   mobilenet_v2  inline 9.4 ms vs arguments 21.7 ms (IREE packs the depthwise weights once)
+#   resnet18      inline 42.8 ms vs arguments 39.1 ms
+PARAMS_BY_PROGRAM: Mapping[str, str] = {
+    "conv": "arguments",
+    "grouped_conv": "inline",
+    "dense": "arguments",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +66,7 @@ class IreeOptions:
     batch_split: bool = False  # rows are independent and every input/output has the batch dim first
     batch_sizes: Sequence[int] | None = None  # batch buckets (default DEFAULT_BATCH_SIZES / (1,))
     flags: Sequence[str] | None = None  # optimization flags instead of choose_flags' choice
-    params: str = "arguments"  # "arguments" or "inline"
+    params: str = "auto"  # "auto" (PARAMS_BY_PROGRAM), "arguments" or "inline"
     conv: str = "auto"  # "auto", "native" or "patches"
     precision: str = "float32"  # "float32" or "bfloat16"
     fold_batchnorm: bool = False  # per-channel scale + shift after a convolution folded into it
@@ -74,11 +83,14 @@ def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mappi
     values = tuple(params.values())
     shapes = {batch: _static(specs, dict(dims, **({BATCH: batch} if batch is not None else {}))) for batch in sizes}
     first = shapes[sizes[0]]
-    conv, precision, fold, error = _choose_program(program, values, first, options)
+    conv, precision, fold, error, kind = _choose_program(program, values, first, options)
+    params_mode = options.params
+    if params_mode == "auto":
+        params_mode = "inline" if precision == "bfloat16" else PARAMS_BY_PROGRAM[kind]
     rewritten = program
     if (conv, precision, fold) != ("native", "float32", False):
         rewritten = rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
-    if options.params == "inline":  # closed over: jax.export writes them as constants of the module
+    if params_mode == "inline":  # closed over: jax.export writes them as constants of the module
         fn, param_structs = (lambda *inputs: rewritten(values, *inputs)), ()
     else:
         fn, param_structs = rewritten, (tuple(jax.ShapeDtypeStruct(p.shape, p.dtype) for p in values),)
@@ -100,7 +112,7 @@ def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mappi
         entry = {"file": file, "backend": IREE_TARGETS[target][0], "flags": list(flags),
                  "dims": dict(dims, **({BATCH: sizes[0]} if sizes[0] is not None else {})),
                  "input_shapes": [list(s.shape) for s in first], "batch_split": bool(options.batch_split),
-                 "params": options.params, "conv": conv, "precision": precision, "fold_batchnorm": fold,
+                 "params": params_mode, "conv": conv, "precision": precision, "fold_batchnorm": fold,
                  "max_error": error}
         if sizes != (None,):
             entry["buckets"] = [{"batch": batch, "input_shapes": [list(s.shape) for s in static]}
@@ -115,7 +127,7 @@ def _check_options(options: IreeOptions) -> None:
                                  ("iree_precision", options.precision, PRECISIONS)):
         if value not in allowed:
             raise ValueError(f"export: {name}={value!r} must be one of {list(allowed)}")
-    if options.precision == "bfloat16" and options.params != "inline":
+    if options.precision == "bfloat16" and options.params == "arguments":
         # Casting argument weights inside the module overflows iree-compile's stack limit
         # (IREE 3.13, ResNet-18); as constants they are cast once at compile time.
         raise ValueError("export: iree_precision='bfloat16' needs iree_params='inline' (the weights are cast "
@@ -127,8 +139,9 @@ def _static(specs: Sequence[InputSpec], sizes: Mapping[str, int]) -> list[jax.Sh
                                        for a, d in enumerate(s.shape)), s.dtype) for s in specs]
 
 
-def _choose_program(program, values, static, options: IreeOptions) -> tuple[str, str, bool, float]:
-    """(conv mode, precision, fold, max |rewritten - traced| / max |traced| on XLA) for the IREE modules.
+def _choose_program(program, values, static, options: IreeOptions) -> tuple[str, str, bool, float, str]:
+    """(conv mode, precision, fold, max |rewritten - traced| / max |traced| on XLA, program kind)
+    for the IREE modules.
 
     The rewrite is run against the traced program on XLA at the first
     bucket's shapes with random inputs; a float32 rewrite off by more than
@@ -144,7 +157,7 @@ def _choose_program(program, values, static, options: IreeOptions) -> tuple[str,
         conv = "patches"  # bfloat16 operands for the convolutions means them as matmuls
     fold = fold and kind != "dense"
     if (conv, precision, fold) == ("native", "float32", False):
-        return conv, precision, fold, 0.0
+        return conv, precision, fold, 0.0, kind
     inputs = _example_inputs(static)
     want = jax.tree.leaves(jax.jit(program)(values, *inputs))
     rewritten = rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
@@ -154,8 +167,8 @@ def _choose_program(program, values, static, options: IreeOptions) -> tuple[str,
         warnings.warn(f"export: the rewritten program (conv={conv!r}, fold_batchnorm={fold}) differs from the "
                       f"traced one by {error:.2e} of its largest output (> {FP32_TOLERANCE}); compiling the "
                       "traced program for IREE instead", RuntimeWarning, stacklevel=3)
-        return "native", precision, False, 0.0
-    return conv, precision, fold, error
+        return "native", precision, False, 0.0, kind
+    return conv, precision, fold, error, kind
 
 
 def _example_inputs(static) -> list[np.ndarray]:

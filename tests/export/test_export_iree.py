@@ -161,7 +161,7 @@ def test_bad_iree_options_name_the_argument(mlp, tmp_path):
                           (dict(iree_params="constants"), "iree_params"),
                           (dict(iree_conv="im2col"), "iree_conv"),
                           (dict(iree_precision="float16"), "iree_precision"),
-                          (dict(iree_precision="bfloat16"), "iree_params='inline'")]:
+                          (dict(iree_precision="bfloat16", iree_params="arguments"), "iree_params='inline'")]:
         with pytest.raises(ValueError, match=match):
             pdx.export.export(net, tmp_path / "bad", spec, targets=("iree-llvm-cpu",), **kwargs)
 
