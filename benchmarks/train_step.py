@@ -1084,6 +1084,9 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     warnings.filterwarnings("ignore")  # paddle's import-time chatter would bury the table
+    # Before any JAX backend starts: pdx's XLA:CPU defaults (pdx/_xla_defaults.py) then
+    # apply to the hand-written JAX rows too, so pdx / jax compares the programs only.
+    import pdx  # noqa: F401
     start_load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"train_step.py {' '.join(sys.argv[1:])}  (load average at start: {start_load})\n", flush=True)
     results = []

@@ -1,12 +1,16 @@
 """XLA:CPU flags pdx sets by default (before JAX starts its backends).
 
-Measured on XLA:CPU (benchmarks/train_step.py, benchmarks/RESULTS.md):
+Measured (benchmarks/train_step.py, benchmarks/RESULTS.md, 2026-11-27, 2-core
+Intel Xeon with AVX-512, jaxlib 0.10.2):
 
-- `--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED`: GPT-mini
-  training step 0.92x of XLA's default scheduler, same losses bit for bit.
-- `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution,+eltwise`:
-  convolutions back on Eigen instead of YNNPACK's slower path; ResNet-18
-  training step 0.79-0.82x of the default.
+- `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution`:
+  convolutions on Eigen instead of YNNPACK's slower path for them. ResNet-18
+  (CIFAR, batch 32) training step 1235 -> 778 ms (0.63x); GPT-mini unchanged
+  (250 vs 251 ms).
+
+Measured and not set: adding `+eltwise` to that flag (GPT-mini 1.42x slower)
+and `--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED` (GPT-mini
+1.05x slower on that Xeon, 0.92x on an AMD EPYC: no consistent win).
 
 The flags only touch the CPU client (a GPU or TPU run is unaffected). They
 are added to `XLA_FLAGS` when `pdx` is imported, unless
@@ -29,8 +33,7 @@ import os
 __all__ = ["CPU_FLAGS", "apply"]
 
 CPU_FLAGS: dict[str, str] = {
-    "--xla_cpu_scheduler_type": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
-    "--xla_cpu_experimental_ynn_fusion_type": "-individual_convolution,+eltwise",
+    "--xla_cpu_experimental_ynn_fusion_type": "-individual_convolution",
 }
 
 

@@ -27,15 +27,13 @@ def test_import_adds_the_cpu_flags_and_jax_accepts_them():
 
 
 @pytest.mark.parametrize("env,expect", [
-    ({"XLA_FLAGS": "--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_DEFAULT"}, "yours"),
+    ({"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=+individual_convolution"}, "yours"),
     ({"PDX_XLA_DEFAULTS": "0"}, "none"),
 ])
 def test_user_flags_win_and_the_defaults_can_be_turned_off(env, expect):
     flags = _flags_after_import(**env).split()
     if expect == "yours":
-        assert "--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_DEFAULT" in flags
-        assert not any(f.startswith("--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_MEMORY") for f in flags)
-        assert any(f.startswith("--xla_cpu_experimental_ynn_fusion_type=") for f in flags)
+        assert flags == ["--xla_cpu_experimental_ynn_fusion_type=+individual_convolution"]
     else:
         assert not any(f.split("=")[0] in _xla_defaults.CPU_FLAGS for f in flags)
 
