@@ -46,10 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "prefix given to pdx.Model.save (PREFIX.pdparams.safetensors)")
     parser.add_argument("--name", help="model name in the manifest (default: the Layer's class)")
     parser.add_argument("--platforms", default="cpu,cuda", help="XLA platforms to lower for (default cpu,cuda)")
-    parser.add_argument("--iree-batch-size", type=int, default=1,
-                        help="static batch size of IREE modules (default 1)")
+    parser.add_argument("--iree-batch-sizes", metavar="N,N,...",
+                        help="batch buckets of the IREE modules, one function each (default 1,4,16 with "
+                             "--iree-batch-split, else 1)")
     parser.add_argument("--iree-batch-split", action="store_true",
-                        help="batch rows are independent: the IREE runtime splits any batch into chunks")
+                        help="batch rows are independent: the IREE runtime covers any batch with bucket calls")
     parser.add_argument("--no-differentiable", action="store_true",
                         help="leave the backward pass out (smaller program; no fine-tuning after pdx.jit.load)")
     parser.add_argument("--quantize", choices=QUANTIZE,
@@ -147,6 +148,18 @@ def _zoo_model(ref: str):
     return None
 
 
+def _batch_sizes(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        sizes = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--iree-batch-sizes={text!r} must be comma-separated ints >= 1, e.g. 1,4,16")
+    return sizes
+
+
 def _resolve_model(ref: str):
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
@@ -208,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             model = _quantize(model, args.quantize, specs, args.calib, args.calib_batch_size)
         path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
                       platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
-                      iree_dims={"batch": args.iree_batch_size}, iree_batch_split=args.iree_batch_split,
+                      iree_batch_sizes=_batch_sizes(args.iree_batch_sizes), iree_batch_split=args.iree_batch_split,
                       differentiable=not (args.no_differentiable or args.quantize))
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

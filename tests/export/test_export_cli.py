@@ -46,7 +46,8 @@ def test_export_with_weights_and_iree_target(workdir, rng):
     safetensors.numpy.save_file(weights, str(workdir / "tuned.safetensors"))  # as another framework writes it
 
     out = run_cli("usermodels:make_mlp", "--input-spec", "features:None,6:float32", "--weights", "tuned.safetensors",
-                  "--target", "xla", "--target", "iree-llvm-cpu", "--iree-batch-split", "--out", "art", cwd=workdir)
+                  "--target", "xla", "--target", "iree-llvm-cpu", "--iree-batch-split", "--iree-batch-sizes", "1,2",
+                  "--out", "art", cwd=workdir)
     assert out.returncode == 0, out.stderr
     assert "exported sequential -> art" in out.stdout
     assert "inputs   features float32[batch, 6]" in out.stdout
@@ -57,6 +58,8 @@ def test_export_with_weights_and_iree_target(workdir, rng):
     want = np.maximum(x @ weights["0.weight"] + weights["0.bias"], 0) @ weights["2.weight"] + weights["2.bias"]
     for runtime in ("xla", "iree"):
         np.testing.assert_allclose(pdx.export.load(workdir / "art", runtime=runtime)(x), want, rtol=1e-4, atol=1e-4)
+    buckets = pdx.export.load(workdir / "art", runtime="iree").manifest["targets"]["iree-llvm-cpu"]["buckets"]
+    assert [b["batch"] for b in buckets] == [1, 2]
 
 
 @pytest.mark.parametrize("args, code, message", [
