@@ -53,6 +53,15 @@ def nbytes(state) -> int:
     return sum(x.nbytes for x in jax.tree.leaves(state))
 
 
+def load_average() -> str:
+    """The 1-minute load average ("?" where /proc/loadavg is missing): timings on a busy machine drift."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
+
+
 def raw_write(arrays: list[np.ndarray], directory: Path) -> float:
     directory.mkdir(parents=True)
     t = time.perf_counter()
@@ -146,6 +155,7 @@ def main() -> None:
           f"state {gib:.2f} GiB in {len(host)} arrays; medians of {args.repeats}")
 
     results = {k: [] for k in ("raw_write", "raw_read", "save", "restore", "restore_noverify")}
+    loads = []
     for r in range(args.repeats):
         raw_dir, ck_dir = root / f"raw{r}", root / f"ck{r}"
         results["raw_write"].append(raw_write(host, raw_dir))
@@ -155,17 +165,23 @@ def main() -> None:
         results["restore_noverify"].append(pdx_restore(state, ck_dir, verify=False))
         shutil.rmtree(raw_dir)
         shutil.rmtree(ck_dir)
+        loads.append(load_average())
     med = {k: statistics.median(v) for k, v in results.items()}
 
+    def ratio(mine: str, raw: str) -> float:
+        # each round times both sides back to back: the median of per-round ratios cancels slow drifts in load
+        return statistics.median(r / m for r, m in zip(results[raw], results[mine]))
+
+    print(f"# load average (1 min) after each round: {', '.join(loads)}")
     print()
-    print("| operation | pdx (s) | pdx GiB/s | raw (s) | raw GiB/s | raw/pdx time (goal >= 0.5) |")
+    print("| operation | pdx (s) | pdx GiB/s | raw (s) | raw GiB/s | raw/pdx time, median of rounds (goal >= 0.5) |")
     print("|---|---|---|---|---|---|")
     rows = [("save (write+fsync+sha256+commit)", "save", "raw_write"),
             ("restore (sha256 verify + read)", "restore", "raw_read"),
             ("restore, verify=False", "restore_noverify", "raw_read")]
     for label, mine, raw in rows:
         print(f"| {label} | {med[mine]:.2f} | {gib / med[mine]:.2f} | {med[raw]:.2f} | {gib / med[raw]:.2f} | "
-              f"{med[raw] / med[mine]:.2f} |")
+              f"{ratio(mine, raw):.2f} |")
 
     a = blocked_time(state, root / "async", True, args.repeats)
     b = blocked_time(state, root / "sync", False, args.repeats)
