@@ -106,6 +106,27 @@ def test_conv1d_and_conv3d(oracle, rng):
                  rtol=1e-4, atol=1e-4)
 
 
+def test_pointwise_conv_matches_paddle(oracle, rng):
+    """1x1 convolutions run as a matmul over the strided pixels: same values and gradients."""
+    x = rng.standard_normal((2, 6, 9, 7)).astype(np.float32)
+    w = rng.standard_normal((5, 6, 1, 1)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    for kw in ({}, {"stride": 2}, {"stride": [3, 2], "padding": 1}, {"padding": [0, 1, 2, 0]}, {"dilation": 2}):
+        oracle.close(F.conv2d(jnp.asarray(x), jnp.asarray(w), jnp.asarray(b), **kw),
+                     oracle.F.conv2d(oracle.t(x), oracle.t(w), oracle.t(b), **kw), rtol=1e-4, atol=1e-4)
+    xt = x.transpose(0, 2, 3, 1)
+    oracle.close(F.conv2d(jnp.asarray(xt), jnp.asarray(w), stride=2, data_format="NHWC"),
+                 oracle.F.conv2d(oracle.t(xt), oracle.t(w), stride=2, data_format="NHWC"), rtol=1e-4, atol=1e-4)
+    oracle.grads(lambda x, w, b: F.conv2d(x, w, b, stride=2), lambda x, w, b: oracle.F.conv2d(x, w, b, stride=2),
+                 [x, w, b], [0, 1, 2], rng, rtol=1e-4, atol=1e-4)
+    x1, w1 = x[:, :, 0], w[:, :, :, 0]
+    oracle.close(F.conv1d(jnp.asarray(x1), jnp.asarray(w1), stride=2),
+                 oracle.F.conv1d(oracle.t(x1), oracle.t(w1), stride=2), rtol=1e-4, atol=1e-4)
+    x3, w3 = x[..., None].repeat(3, -1), w[..., None]
+    oracle.close(F.conv3d(jnp.asarray(x3), jnp.asarray(w3), stride=[1, 2, 2], padding=1),
+                 oracle.F.conv3d(oracle.t(x3), oracle.t(w3), stride=[1, 2, 2], padding=1), rtol=1e-4, atol=1e-4)
+
+
 def test_conv2d_under_jit_matches_eager(rng):
     x = jnp.asarray(rng.standard_normal((1, 2, 6, 6)).astype(np.float32))
     w = jnp.asarray(rng.standard_normal((4, 1, 3, 3)).astype(np.float32))
