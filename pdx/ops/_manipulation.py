@@ -993,7 +993,8 @@ def unbind(input, axis=0):  # noqa: A002 (Paddle's name)
     x = as_array(input, name="input", op="unbind")
     check_rank(x, op="unbind", name="input", at_least=1)
     ax = _axis(axis, x.ndim, "unbind")
-    return [jnp.take(x, i, axis=ax) for i in range(x.shape[ax])]
+    # slices, not gathers: their gradient is one concatenate, not a scatter-add per piece
+    return [jax.lax.index_in_dim(x, i, axis=ax, keepdims=False) for i in range(x.shape[ax])]
 
 
 def repeat_interleave(x, repeats, axis=None, name=None):

@@ -173,7 +173,12 @@ def gelu(x, approximate=False, name=None):
         if approximate not in ("tanh", "none"):
             raise error("gelu", f"approximate={approximate!r} is not supported; use True/False, 'tanh' or 'none'")
         approximate = approximate == "tanh"
-    return jax.nn.gelu(float_array(x, op="gelu"), approximate=bool(approximate))
+    x = float_array(x, op="gelu")
+    if approximate:
+        return jax.nn.gelu(x, approximate=True)
+    # Paddle's (and PyTorch's) formula, 0.5 x (1 + erf(x / sqrt 2)): XLA's erf is one rational
+    # polynomial, its erfc (jax.nn.gelu's form) costs exponentials forward and backward
+    return 0.5 * x * (1 + jax.lax.erf(x * 0.7071067811865476))
 
 
 @compiled("x")
