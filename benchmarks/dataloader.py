@@ -7,9 +7,14 @@ collate, batch 128. pdx hands out jax arrays (device_put included), torch
 hands out torch tensors. Three numbers per loader and worker count:
 
   cold  samples/s over one full epoch including worker start-up
-        (pdx spawns workers; torch forks them, its Linux default)
+        (pdx forks workers from its fork server, which imports JAX and
+        grain once per program; torch forks the main process, its Linux
+        default)
   start seconds from iter(loader) to the first batch of that epoch
   warm  samples/s over later epochs with persistent_workers=True (steady state)
+  1st   cold of a row's first run (not a median): in the first row with
+        workers it includes starting pdx's fork server (built with that
+        loader), the cost a program pays once
 
 Medians over --repeats runs; ratio = pdx / torch (> 1: pdx faster).
 
@@ -106,8 +111,8 @@ def main():
           f"{os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}; torch {torch.__version__}; "
           f"n={args.n}, {args.size}x{args.size}x3, batch {args.batch}, medians of {args.repeats}")
     print("| workers | pdx cold | torch cold | cold ratio | pdx start s | torch start s | pdx warm | torch warm "
-          "| warm ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| warm ratio | pdx 1st | torch 1st | 1st ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for workers in args.workers:
         runs = {"pdx": [], "torch": []}
         for _ in range(args.repeats):  # interleaved so load changes hit both alike
@@ -115,8 +120,9 @@ def main():
             runs["torch"].append(measure(_torch, ds, workers, args.batch, args.warm_epochs))
         med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
         (pc, ps, pw), (tc, ts, tw) = med["pdx"], med["torch"]
+        p1, t1 = runs["pdx"][0][0], runs["torch"][0][0]
         print(f"| {workers} | {pc:,.0f} | {tc:,.0f} | {pc / tc:.2f} | {ps:.2f} | {ts:.2f} | {pw:,.0f} | {tw:,.0f} "
-              f"| {pw / tw:.2f} |", flush=True)
+              f"| {pw / tw:.2f} | {p1:,.0f} | {t1:,.0f} | {p1 / t1:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from pdx.device import as_jax_device
+from pdx.io import _worker
 from pdx.io._collate import default_collate_fn, default_convert_fn
 from pdx.io._dataset import IterableDataset
 from pdx.io._sampler import BatchSampler, RandomSampler, SequenceSampler
@@ -93,11 +94,12 @@ class DataLoader:
       collate_fn: list of samples -> batch (numpy); default
         `default_collate_fn` (Paddle's stacking rules).
       num_workers: worker processes (0: load in the main process). Workers
-        are started with `spawn`: datasets and transforms must be picklable,
-        a script must build and iterate the loader under
-        `if __name__ == "__main__":`, and starting workers costs a few
-        seconds (each imports grain, which imports JAX, and pdx's core; not
-        pdx.nn or the models), so prefer `persistent_workers=True`.
+        are forks of a fork server that this loader starts if none runs
+        yet; it imports grain, JAX (no backend) and pdx's core once, so the
+        first loader's workers wait a few seconds for it and later ones
+        start at once. Each worker imports the main module as a spawned one
+        would: datasets and transforms must be picklable, and a script must
+        build and iterate the loader under `if __name__ == "__main__":`.
       use_buffer_reader: with num_workers=0, read ahead in a background thread.
       prefetch_factor: batches each worker (or the reader thread) keeps ready.
       use_shared_memory: accepted; grain always moves large arrays through
@@ -107,7 +109,7 @@ class DataLoader:
         longer (a hung `dataset[i]`) is stopped, the other workers are shut
         down and a RuntimeError names the worker, its pid and the sample it
         was loading. The clock starts when a worker process has started:
-        spawning it (seconds of imports) is not counted. With num_workers=0
+        starting it (the fork server's imports) is not counted. With num_workers=0
         nothing runs in parallel to time, so it does not apply.
       worker_init_fn: called as `worker_init_fn(worker_id)` in each worker,
         after the worker's generators are seeded and before it loads its
@@ -204,6 +206,8 @@ class DataLoader:
             self._own_random_sampler = sampler if shuffle else None
             self.batch_sampler = BatchSampler(sampler=sampler, batch_size=batch_size or 1,
                                               drop_last=drop_last if batch_size else False)
+        if num_workers > 0:  # workers fork from a server that imports JAX and grain once; start it now
+            _worker._worker_context()
         self._next = {"epoch": 0, "batch": 0}
         self._last_iter: _DataLoaderIter | None = None
         # The running stream. Its grain threads keep it alive on their own, so a

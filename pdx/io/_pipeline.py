@@ -11,7 +11,13 @@ grain's worker arrays arriving in the main process as
 (the mapping stays valid until the array is freed); and on that class's
 `_del_thread_pool`, a one-thread pool that unlinks dropped arrays, which
 pdx drains when a stream closes, so no segment outlives its stream (tests:
-tests/io/test_io_dataloader_workers.py).
+tests/io/test_io_dataloader_workers.py); and on `mp_prefetch` returning
+`WithOptionsIterDataset(InterleaveIterDataset(shards))`, each shard a
+`ProcessPrefetchIterDataset` whose iterator starts its process from
+`_process_ctx`, which pdx points at its fork server (grain hard-codes
+'spawn'); and on a worker reading `process_prefetch._PARENT_EXHAUSTED_WAIT_S`
+(its sleep between stop checks once it has made its last element) in its
+loop, which pdx lowers in its workers.
 """
 
 from __future__ import annotations
@@ -27,14 +33,15 @@ from typing import Any, Callable, NamedTuple
 
 import grain
 import jax
+from grain._src.python.dataset.transformations import process_prefetch
 from grain._src.python.ipc.shared_memory_array import SharedMemoryArray
 
 from pdx.io import _worker
 
 __all__ = ["Stream"]
 
-_SPAWN_HINT = (
-    "\nWorkers are started with multiprocessing's 'spawn': each re-imports the main module. If the main "
+_MAIN_MODULE_HINT = (
+    "\nWorkers are started from multiprocessing's 'forkserver': each re-imports the main module. If the main "
     "module is a script, put the code that builds and iterates the DataLoader under "
     "`if __name__ == \"__main__\":`; a worker that crashed on its own (segfault, out of memory, os._exit) "
     "logs its cause above."
@@ -42,6 +49,7 @@ _SPAWN_HINT = (
 _ENDLESS = 1 << 50  # stream length when workers persist across epochs
 _POLL_S = 0.1  # how often a timed wait checks the worker it waits for
 _KILLED_WORKER_WAIT_S = 5.0  # grain notices a killed worker within about a second
+_EXHAUSTED_POLL_S = 0.01  # how often a worker with nothing left to load checks whether to stop
 
 
 class _Options(NamedTuple):
@@ -167,6 +175,10 @@ class _WorkerInit:
     def __call__(self, worker_id: int, num_workers: int) -> None:
         _worker._set_worker(worker_id, num_workers, self.seed, self.user_fn)
         _worker._attach_progress(self.progress_name)
+        # A worker that made its last batch sleeps this long between checks
+        # for the stop signal (grain: 0.5 s); closing a stream at the end of
+        # each epoch waits for it.
+        process_prefetch._PARENT_EXHAUSTED_WAIT_S = _EXHAUSTED_POLL_S
 
 
 class _IterableSource(grain.IterDataset):
@@ -227,6 +239,26 @@ class _IterableSourceIterator(grain.DatasetIterator):
 
     def set_state(self, state):
         raise NotImplementedError("pdx replays an iterable dataset from its start instead of setting a state.")
+
+
+class _ForkServerPrefetch(process_prefetch.ProcessPrefetchIterDataset):
+    """grain's one-worker prefetch, its process forked from pdx's fork server instead of spawned."""
+
+    def __iter__(self):
+        it = super().__iter__()
+        it._process_ctx = _worker._worker_context()  # read when the process starts, at the first next()
+        return it
+
+
+def _fork_workers(ds):
+    """Make the worker processes of `ds.mp_prefetch(...)` forks of the fork server."""
+    interleave = ds.parents[0] if ds.parents else None
+    if not isinstance(interleave, grain.experimental.InterleaveIterDataset) or not all(
+            type(s) is process_prefetch.ProcessPrefetchIterDataset for s in interleave._datasets):
+        return ds  # another layout (free-threaded Python: threads): leave grain's own start method
+    interleave._datasets = [_ForkServerPrefetch(s.parents[0], s._buffer_size, s._worker_init_fn)
+                            for s in interleave._datasets]
+    return ds
 
 
 class _Waiter:
@@ -325,7 +357,8 @@ class Stream:
         opts = self._options
         options = grain.MultiprocessingOptions(num_workers=self.num_workers, per_worker_buffer_size=opts.prefetch_factor)
         self._progress = _worker._Progress(self.num_workers)
-        ds = ds.mp_prefetch(options, worker_init_fn=_WorkerInit(opts.worker_init_fn, opts.seed, self._progress.name))
+        ds = _fork_workers(ds.mp_prefetch(
+            options, worker_init_fn=_WorkerInit(opts.worker_init_fn, opts.seed, self._progress.name)))
         it = iter(ds)
         if opts.timeout > 0:
             self._waiter = _Waiter(it)
@@ -338,8 +371,8 @@ class Stream:
         """`next(self._it)`, giving up when the worker owing the batch has been silent for `timeout` s.
 
         The clock starts when the batch is asked for or when that worker
-        process started, whichever is later: spawning a worker (imports
-        included) is not counted, a hung `dataset[i]` is.
+        process started, whichever is later: starting a worker (the fork
+        server's imports included) is not counted, a hung `dataset[i]` is.
         """
         waiter, progress, timeout_ns = self._waiter, self._progress, int(self._options.timeout * 1e9)
         asked_ns = time.monotonic_ns()
@@ -395,7 +428,7 @@ class Stream:
                     f"while loading sample index {last[2]} (epoch {last[0]}, batch {last[1]})" if last
                     else f"before loading any sample, producing {self._describe(self.position)}")
             self.close()
-            hint = _SPAWN_HINT if "terminated unexpectedly" in message else ""
+            hint = _MAIN_MODULE_HINT if "terminated unexpectedly" in message else ""
             raise RuntimeError(f"DataLoader {where}: {type(e).__name__}: {e}{hint}") from e
         self.position += 1
         self._ran_out = self.position >= self.stop

@@ -8,7 +8,7 @@ Worker seeding follows Paddle's rule. Each epoch has a base seed, a function
 of (loader seed, epoch); when worker `w` starts loading an epoch it seeds
 Python's `random` with `base + w`, numpy's global generator with Paddle's
 `_generate_states(base, w)` words and pdx's global generator with
-`base + w`. Spawned workers re-import the main module, so without this a
+`base + w`. Workers re-import the main module, so without this a
 script that calls `np.random.seed(0)` at module level would see the same
 "random" draws in every worker and every epoch.
 """
@@ -123,6 +123,45 @@ def get_worker_info() -> WorkerInfo | None:
                       dataset=getattr(_local, "dataset", None))
 
 
+# What a worker process imports before it runs user code: grain (and with it
+# JAX, no backend started), pdx's core and pdx.io. The fork server imports it
+# once; every worker is a fork of that server.
+_SERVER_PRELOAD = ["pdx.io._pipeline"]
+
+
+def _worker_context():
+    """multiprocessing's 'forkserver' context ('spawn' where there is none), its server started if not running.
+
+    Workers are forks of one server process that has imported only
+    `_SERVER_PRELOAD` and never started a JAX backend (so forking it is safe,
+    unlike forking a process that runs XLA). A worker then starts in a
+    fraction of a second instead of importing JAX itself. Starting the
+    server returns at once; its imports overlap whatever the main process
+    does until the first worker is needed. The server lives until the
+    program exits.
+
+    Example:
+      >>> _worker_context().get_start_method()
+      'forkserver'
+    """
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # Windows
+        return multiprocessing.get_context("spawn")
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    server = forkserver._forkserver
+    with server._lock:
+        # The main module is left out (multiprocessing's default preload
+        # list names it): it may start JAX at import, and then the server must not
+        # fork. Each worker imports it, as a spawned one would.
+        if server._forkserver_pid is None:
+            ctx.set_forkserver_preload(_SERVER_PRELOAD)
+    forkserver.ensure_running()
+    return ctx
+
+
 # Columns of the progress table: the sample a worker is loading, and when and
 # as which process it started.
 _EPOCH, _BATCH, _INDEX, _PID, _STARTED_NS = range(5)
@@ -165,8 +204,8 @@ class _Progress:
 def _attach_progress(name: str) -> None:
     from multiprocessing import shared_memory
 
-    # The main process creates and unlinks the block. A spawned worker shares
-    # the main process's resource tracker, so attaching re-registers the same
+    # The main process creates and unlinks the block. A worker shares the
+    # main process's resource tracker, so attaching re-registers the same
     # name (a no-op) and needs no unregister.
     worker_id, num_workers, _ = _process["worker"]
     shm = shared_memory.SharedMemory(name=name)

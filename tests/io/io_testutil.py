@@ -1,4 +1,4 @@
-"""Datasets for DataLoader tests, in an importable module so spawned workers
+"""Datasets for DataLoader tests, in an importable module so workers
 (and the resume test's fresh process) can load them by reference."""
 
 import os
@@ -89,3 +89,20 @@ class ShardedRange(IterableDataset):
         worker, count = (0, 1) if info is None else (info.id, info.num_workers)
         for i in range(worker, self.n, count):
             yield np.int64(i), np.int64(worker), np.int64(sample_rng().integers(1 << 40))
+
+
+class ForkInfo(Dataset):
+    """Sample i: JSON {"pid", "parent", "backend", "poll"}: the loading process, its parent, whether it holds
+    a JAX backend, and how often it will check for the stop signal once it has made its last batch."""
+
+    def __getitem__(self, idx):
+        import json
+
+        from grain._src.python.dataset.transformations import process_prefetch
+        from jax._src import xla_bridge
+
+        return json.dumps({"pid": os.getpid(), "parent": os.getppid(), "backend": bool(xla_bridge._backends),
+                           "poll": process_prefetch._PARENT_EXHAUSTED_WAIT_S})
+
+    def __len__(self):
+        return 4

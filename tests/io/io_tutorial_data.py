@@ -1,5 +1,5 @@
 """A dataset written the way Paddle tutorials write scripts: the global
-generators are seeded at module level, so every spawned worker that imports
+generators are seeded at module level, so every worker that imports
 this module starts from the same numpy and `random` state."""
 
 import json

@@ -1,4 +1,4 @@
-"""pdx.io.DataLoader with real worker processes (spawned: each test starts and stops its own)."""
+"""pdx.io.DataLoader with real worker processes (each test starts and stops its own)."""
 
 import json
 import os
@@ -19,7 +19,7 @@ def _numpy(loader_or_iter):
 
 
 def test_two_workers_give_the_main_process_batches_and_run_in_workers():
-    # one spawn for both checks: augmented images (compared with the main
+    # one set of workers for both checks: augmented images (compared with the main
     # process) zipped with who loaded each sample
     def make(workers):
         ds = io.ComposeDataset([AugmentedImages(16), WhoLoads()])
@@ -54,7 +54,7 @@ def test_failing_worker_names_worker_and_sample_quickly():
                                            r"\(epoch 0, batch 3\): ValueError: corrupt record 13"):
         for _ in loader:
             pass
-    assert time.monotonic() - start < 120  # a hang guard, not a speed test: spawn dominates
+    assert time.monotonic() - start < 120  # a hang guard, not a speed test: worker start-up dominates
 
 
 def test_dying_worker_is_reported_with_its_batch():
@@ -84,7 +84,7 @@ _RESUME_SCRIPT = textwrap.dedent("""
     from io_testutil import AugmentedImages
     from pdx import io
 
-    if __name__ == "__main__":  # workers are spawned: the script must not re-run on import
+    if __name__ == "__main__":  # workers import this module: the script must not re-run
         state = json.loads(sys.argv[1])
         loader = io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True, num_workers=2)  # seed from state
         it = iter(loader)

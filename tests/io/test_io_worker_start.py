@@ -1,0 +1,73 @@
+"""How DataLoader workers start: forks of one server that imported grain and JAX once, with no JAX backend."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from multiprocessing import forkserver
+
+from io_testutil import ForkInfo
+
+from pdx import io
+
+
+def test_workers_are_forks_of_a_server_started_with_the_loader():
+    loader = io.DataLoader(ForkInfo(), batch_size=2, num_workers=2, seed=0)
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None  # started when the loader was built, before iter(loader)
+    samples = [json.loads(s) for batch in loader for s in batch]
+    assert len({s["pid"] for s in samples}) == 2 and os.getpid() not in {s["pid"] for s in samples}
+    assert {s["parent"] for s in samples} == {server}
+    assert not any(s["backend"] for s in samples)  # the server never started XLA, so forking it is safe
+    # a worker that made its last batch notices the stop signal quickly, so
+    # an epoch's end does not wait for grain's 0.5 s poll
+    assert {s["poll"] for s in samples} == {0.01}
+    again = [json.loads(s) for batch in io.DataLoader(ForkInfo(), batch_size=2, num_workers=2) for s in batch]
+    assert {s["parent"] for s in again} == {server}  # a later loader reuses the server
+
+
+_JAX_AT_IMPORT_SCRIPT = textwrap.dedent("""
+    import os
+    import sys
+    import jax.numpy as jnp
+    import numpy as np
+    sys.path.insert(0, {testdir!r})
+    from io_testutil import AugmentedImages
+    from pdx import io
+
+    IMPORTED_BY = os.getpid()
+    ONE = float(jnp.ones(()))  # a JAX backend at import: in this process and in each worker that imports it
+
+
+    class WhoImportedMain(io.Dataset):
+        def __getitem__(self, idx):
+            return np.int64(sys.modules["__mp_main__"].IMPORTED_BY == os.getpid())
+
+        def __len__(self):
+            return 4
+
+
+    if __name__ == "__main__":
+        def batches(workers):
+            return [np.asarray(x) for x, _ in io.DataLoader(AugmentedImages(), batch_size=5, shuffle=True,
+                                                              num_workers=workers, seed=3)]
+        got, want = batches(2), batches(0)
+        assert len(got) == len(want) == 5 and all(np.array_equal(a, b) for a, b in zip(got, want))
+        own = np.concatenate([np.asarray(b) for b in io.DataLoader(WhoImportedMain(), batch_size=2, num_workers=2)])
+        assert own.tolist() == [1, 1, 1, 1], "a worker inherited the main module instead of importing it"
+        print("same batches")
+""")
+
+
+def test_main_module_that_starts_jax_at_import_still_gets_workers(tmp_path):
+    # The server must not import the main module (multiprocessing's default
+    # for forkserver): a backend started there would be forked into workers.
+    # Each worker imports it itself, as a spawned worker would.
+    script = tmp_path / "jax_at_import.py"
+    script.write_text(_JAX_AT_IMPORT_SCRIPT.format(testdir=os.path.dirname(__file__)))
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "same batches" in proc.stdout
