@@ -6,7 +6,9 @@ Intel Xeon with AVX-512, jaxlib 0.10.2):
 - `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution`:
   convolutions on Eigen instead of YNNPACK's slower path for them. ResNet-18
   (CIFAR, batch 32) training step 1235 -> 778 ms (0.63x); GPT-mini unchanged
-  (250 vs 251 ms).
+  (250 vs 251 ms). At batch 1 the trade reverses: a ResNet-18 224 px
+  forward takes 100 ms on Eigen (one thread) against 51 ms with YNNPACK
+  (`PDX_XLA_DEFAULTS=0`); at batch 8 Eigen wins again (189 vs 240 ms).
 
 Measured and not set: adding `+eltwise` to that flag (GPT-mini 1.42x slower)
 and `--xla_cpu_scheduler_type=CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED` (GPT-mini
