@@ -94,6 +94,20 @@ def batch_at(n: int, step: int, batch: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, step]).integers(0, n, batch)
 
 
+def warmup_cosine(peak: float, steps: int):
+    """Linear warmup over the first 10% of `steps`, then cosine decay to 5% of `peak`.
+
+    Full fine-tuning uses it: a decaying rate makes the end of a short run
+    settle instead of hovering at a constant step size, so the outcome does
+    not hinge on rounding (one device or eight, one XLA version or the next).
+    """
+    import pdx
+
+    warmup = max(1, steps // 10)
+    cosine = pdx.optimizer.lr.CosineAnnealingDecay(peak, T_max=max(1, steps - warmup), eta_min=peak * 0.05)
+    return pdx.optimizer.lr.LinearWarmup(cosine, warmup_steps=warmup, start_lr=peak * 0.05, end_lr=peak)
+
+
 def pretrain_base(tok, directory: str, *, steps: int, seed: int, n_train: int, log_file: str = "") -> None:
     """Train a tiny LLaMA from scratch on the plain-text task and save it as a Hugging Face directory."""
     import jax.numpy as jnp

@@ -27,6 +27,7 @@ rewritten program has no custom derivative rules.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 from collections.abc import Callable
 
@@ -75,7 +76,11 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
     options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale)
 
     def rewritten(*args):
-        closed = jax.make_jaxpr(fn)(*args)
+        from pdx.nn.functional._conv import convolutions_kept
+
+        # folding works on convolutions: keep 1x1 ones as convolutions (pdx traces them as matmuls)
+        with convolutions_kept() if fold_scale else contextlib.nullcontext():
+            closed = jax.make_jaxpr(fn)(*args)
         dynamic = [i != weights_argnum for i, a in enumerate(args) for _ in jax.tree.leaves(a)]
         out, _ = _eval(closed.jaxpr, closed.consts, jax.tree.leaves(args), dynamic, options)
         return jax.tree.unflatten(jax.tree.structure(jax.eval_shape(fn, *args)), [_value(o) for o in out])
