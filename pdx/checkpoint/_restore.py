@@ -167,6 +167,7 @@ def restore_hashing(step_dir: Path, manifest: dict, verify: bool, read):
         except Exception:
             _manifest.hash_step(step_dir, manifest)
             raise
+    _manifest.prefetch(step_dir, manifest)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         check = pool.submit(_manifest.hash_step, step_dir, manifest)
         try:
