@@ -37,6 +37,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.extend import core as jex_core
 
+from pdx import _lowering
+
 __all__ = ["CONV_MODES", "PRECISIONS", "rewrite_program"]
 
 CONV_MODES = ("native", "patches")
@@ -76,10 +78,8 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
     options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale)
 
     def rewritten(*args):
-        from pdx.nn.functional._conv import convolutions_kept
-
         # folding works on convolutions: keep 1x1 ones as convolutions (pdx traces them as matmuls)
-        with convolutions_kept() if fold_scale else contextlib.nullcontext():
+        with _lowering.convolutions_kept() if fold_scale else contextlib.nullcontext():
             closed = jax.make_jaxpr(fn)(*args)
         dynamic = [i != weights_argnum for i, a in enumerate(args) for _ in jax.tree.leaves(a)]
         out, _ = _eval(closed.jaxpr, closed.consts, jax.tree.leaves(args), dynamic, options)

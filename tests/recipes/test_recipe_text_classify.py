@@ -22,7 +22,7 @@ def test_text_classify_recipe_short_run_and_served_strings(tmp_path, capsys):
     sys.modules[spec.name] = module  # dataclasses look their module up there
     try:
         spec.loader.exec_module(module)
-        cfg = module.TextClassifyConfig(epochs=3, max_length=32, vocab_size=1500, serve=False, workdir=str(tmp_path))
+        cfg = module.TextClassifyConfig(epochs=5, max_length=32, vocab_size=1500, serve=False, workdir=str(tmp_path))
         results = module.main(cfg)
     finally:
         del sys.modules[spec.name]

@@ -9,13 +9,11 @@ ignores dilation (it pads as if dilation were 1 and convolves with dilation 1).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import jax
 import jax.numpy as jnp
 
 from pdx._amp_policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
+from pdx._lowering import pointwise_as_matmul
 from pdx.nn.functional._args import (
     array, bcast_channel, channel_axis, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads,
     spatial_format,
@@ -24,25 +22,6 @@ from pdx.nn.functional._args import (
 __all__ = ["conv1d", "conv1d_transpose", "conv2d", "conv2d_transpose", "conv3d", "conv3d_transpose"]
 
 _SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
-_POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
-
-
-@contextlib.contextmanager
-def convolutions_kept():
-    """Trace 1x1 convolutions as convolutions, not as matmuls (see `_pointwise`).
-
-    For program rewrites that work on convolutions, such as folding an
-    eval-mode BatchNorm into the weights at export.
-
-    >>> with convolutions_kept():
-    ...     _POINTWISE_AS_MATMUL.get()
-    False
-    """
-    token = _POINTWISE_AS_MATMUL.set(False)
-    try:
-        yield
-    finally:
-        _POINTWISE_AS_MATMUL.reset(token)
 
 
 def _dimension_numbers(n, is_last):
@@ -111,7 +90,7 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
     x = x if is_last else jnp.moveaxis(x, 1, -1)
     x, pads = _trim_unread(x, pads, kernel, stride, dilation, True)
     if groups == 1 and all(k == 1 for k in kernel) and all(is_int(p) for pair in pads for p in pair) \
-            and _POINTWISE_AS_MATMUL.get():
+            and pointwise_as_matmul():
         out = _pointwise(x, weight, pads, stride)
     else:
         out = jax.lax.conv_general_dilated(
