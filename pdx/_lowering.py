@@ -1,10 +1,13 @@
 """How pdx lowers some ops, switchable while tracing.
 
-1x1 convolutions (groups 1) are traced as one matmul over the strided pixels
-(pdx/nn/functional/_conv.py: faster forward and backward on XLA:CPU). Program
-rewrites that work on convolutions, such as folding an eval-mode BatchNorm into
-the weights at export (pdx/export/_rewrite.py), trace under
-`convolutions_kept()` to see them as convolutions.
+- 1x1 convolutions (groups 1) are traced as one matmul over the strided pixels
+  (pdx/nn/functional/_conv.py: faster forward and backward on XLA:CPU).
+  Program rewrites that work on convolutions, such as folding an eval-mode
+  BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
+  `convolutions_kept()` to see them as convolutions.
+- `materialized(v)` keeps XLA:CPU from fusing the ops that produce a
+  convolution's input or weight into the layout changes its backward needs
+  (see its docstring).
 
 Example:
   >>> pointwise_as_matmul()
@@ -19,7 +22,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-__all__ = ["convolutions_kept", "pointwise_as_matmul"]
+import jax
+import jax.numpy as jnp
+
+__all__ = ["convolutions_kept", "materialized", "pointwise_as_matmul"]
 
 _POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
 
@@ -37,3 +43,45 @@ def convolutions_kept():
         yield
     finally:
         _POINTWISE_AS_MATMUL.reset(token)
+
+
+def materialized(v):
+    """`v` itself; when differentiated on XLA:CPU, written out whole before anything reads it.
+
+    The weight gradient of a convolution on XLA:CPU reads its input as [C, H, W, N]
+    and the optimizer reads the weight gradient in the weight's own layout. XLA fuses
+    the elementwise ops that produce those values (BatchNorm, ReLU, a residual add,
+    the optimizer update) into the layout-changing copies, and that fused strided loop
+    runs 4-8x slower than the same copy alone. A `lax.cond` on a value XLA cannot fold
+    (`v[0] == v[0]`, false only for NaN, where the other branch gives back `-(-v)`, the
+    same bits) is a boundary no fusion crosses, so each copy becomes a plain transpose.
+    ResNet-18's training step takes 0.85x the time (benchmarks/RESULTS.md).
+
+    The boundary lives in the derivative rule only: a forward-only trace (inference,
+    export) holds the identity. Other backends get `v` unchanged.
+
+    >>> import jax.numpy as jnp
+    >>> x = jnp.arange(3.0)
+    >>> bool((jax.grad(lambda x: (materialized(x) ** 2).sum())(x) == 2 * x).all())
+    True
+    """
+    if v.size == 0 or not jnp.issubdtype(v.dtype, jnp.floating) or jax.default_backend() != "cpu":
+        return v
+    return _boundary(v)
+
+
+@jax.custom_jvp
+def _boundary(v):
+    return v
+
+
+@_boundary.defjvp
+def _boundary_jvp(primals, tangents):
+    (v,), (t,) = primals, tangents
+    flat = v.reshape(-1)
+    keep = flat[0] == flat[0]
+    return _unfused(keep, v), _unfused(keep, t)
+
+
+def _unfused(keep, v):
+    return jax.lax.cond(keep, lambda v: v, lambda v: -(-v), v)

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from pdx._amp_policy import cast_inputs  # AMP hook: pdx.amp.auto_cast casts white-list ops
-from pdx._lowering import pointwise_as_matmul
+from pdx._lowering import materialized, pointwise_as_matmul
 from pdx.nn.functional._args import (
     array, bcast_channel, channel_axis, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads,
     spatial_format,
@@ -93,6 +93,8 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
             and pointwise_as_matmul():
         out = _pointwise(x, weight, pads, stride)
     else:
+        # Unfused layout changes for the backward (pdx/_lowering.py: 0.85x ResNet-18's step).
+        x, weight = materialized(x), materialized(weight)
         out = jax.lax.conv_general_dilated(
             x, weight, window_strides=stride, padding=pads, rhs_dilation=dilation,
             dimension_numbers=_dimension_numbers(n, True), feature_group_count=groups,
