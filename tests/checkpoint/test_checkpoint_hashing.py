@@ -53,3 +53,31 @@ def test_a_flipped_byte_in_a_multi_chunk_file_fails_restore(tmp_path, where):
         assert os.path.samefile(info.value.path, victim)
         with pytest.raises(CheckpointCorruptError, match=victim.name):
             mgr.verify(1)
+
+
+def test_step_data_is_split_into_files_that_hash_apart(tmp_path, monkeypatch):
+    """OCDBT writes a step as several data files of about DATA_FILE_BYTES (hashed in parallel); the
+    state restores whole, and a flipped byte in any one of them fails the restore, naming it."""
+    from pdx.checkpoint import _manager
+
+    monkeypatch.setattr(_manager, "DATA_FILE_BYTES", 1 << 20)
+    rng = np.random.default_rng(1)
+    state = {f"w{i}": rng.standard_normal(300_000).astype(np.float32) for i in range(4)}
+    with CheckpointManager(tmp_path, handle_sigterm=False) as mgr:
+        mgr.save(1, state)
+        restored = mgr.restore(1).state
+    for k, v in state.items():
+        np.testing.assert_array_equal(np.asarray(restored[k]), v)
+    data = sorted((p for p in (tmp_path / "1").rglob("*") if p.is_file() and p.stat().st_size > (1 << 19)),
+                  key=lambda p: p.stat().st_size)
+    assert len(data) >= 3, [(p.name, p.stat().st_size) for p in data]
+    assert data[-1].stat().st_size < 3 << 20
+    victim = data[0]
+    with open(victim, "r+b") as f:
+        byte = f.read(1)
+        f.seek(0)
+        f.write(bytes([byte[0] ^ 0x01]))
+    with CheckpointManager(tmp_path, handle_sigterm=False) as mgr:
+        with pytest.raises(CheckpointCorruptError, match="fails its sha256 check") as info:
+            mgr.restore(1)
+        assert os.path.samefile(info.value.path, victim)
