@@ -7,6 +7,8 @@ import sys
 import textwrap
 from multiprocessing import forkserver
 
+import numpy as np
+
 from io_testutil import ForkInfo
 
 from pdx import io
@@ -71,3 +73,27 @@ def test_main_module_that_starts_jax_at_import_still_gets_workers(tmp_path):
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "same batches" in proc.stdout
+
+
+def test_workers_get_the_dataset_as_it_is_when_each_epoch_starts(tmp_path, monkeypatch):
+    """Workers read the dataset from a file written once per epoch: a change between epochs reaches
+    them (as with torch's per-epoch workers), and no file outlives its epoch."""
+    import tempfile
+
+    from io_testutil import Shifted
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    data = Shifted(12)
+    loader = io.DataLoader(data, batch_size=4, num_workers=2)
+    it = iter(loader)
+    first = [int(v) for v in np.asarray(next(it))]
+    assert len(list(tmp_path.glob("pdx-dataset-*"))) == 1  # one file for both workers
+    first = sorted(first + [int(v) for batch in it for v in np.asarray(batch)])
+    del it
+    data.shift = 100
+    second = sorted(int(v) for batch in loader for v in np.asarray(batch))
+    assert first == list(range(12)) and second == list(range(100, 112))
+    import gc
+
+    gc.collect()
+    assert not list(tmp_path.glob("pdx-dataset-*"))
