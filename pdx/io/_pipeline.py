@@ -146,7 +146,8 @@ class _PickledOnce:
 
     Example:
       >>> import pickle
-      >>> pickle.loads(pickle.dumps(_PickledOnce([1, 2]))).value
+      >>> shipped = _PickledOnce([1, 2])  # the file lives as long as this object
+      >>> pickle.loads(pickle.dumps(shipped)).value
       [1, 2]
     """
 
