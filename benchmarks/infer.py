@@ -372,7 +372,7 @@ def measure(rows: list[Row], x: np.ndarray, reference: np.ndarray, *, warmup: in
             live.append(row)
         except Exception as e:  # noqa: BLE001 - a failing row is reported in the table, the rest still run
             row.error = f"{type(e).__name__}: {e}".splitlines()[0][:160]
-    groups = [live] if interleave else [[r] for r in live]
+    groups = ([live] if live else []) if interleave else [[r] for r in live]
     for group in groups:
         for i in range(repeats):
             spent = max(sum(r.times_s) for r in group) if i else 0.0
