@@ -6,8 +6,8 @@
   BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
   `convolutions_kept()` to see them as convolutions.
 - `materialized(v)` keeps XLA:CPU from fusing the ops that produce a
-  convolution's input or weight into the layout changes its backward needs
-  (see its docstring).
+  convolution's input, weight or output gradient into the layout changes its
+  backward needs (see its docstring).
 
 Example:
   >>> pointwise_as_matmul()
@@ -55,7 +55,8 @@ def materialized(v):
     runs 4-8x slower than the same copy alone. A `lax.cond` on a value XLA cannot fold
     (`v[0] == v[0]`, false only for NaN, where the other branch gives back `-(-v)`, the
     same bits) is a boundary no fusion crosses, so each copy becomes a plain transpose.
-    ResNet-18's training step takes 0.85x the time (benchmarks/RESULTS.md).
+    On a convolution's input, weight and output, ResNet-18's training step takes
+    0.83x the time (benchmarks/RESULTS.md).
 
     The boundary lives in the derivative rule only: a forward-only trace (inference,
     export) holds the identity. Other backends get `v` unchanged.

@@ -93,12 +93,13 @@ def _conv_nd(x, weight, bias, stride, padding, dilation, groups, data_format, n,
             and pointwise_as_matmul():
         out = _pointwise(x, weight, pads, stride)
     else:
-        # Unfused layout changes for the backward (pdx/_lowering.py: 0.85x ResNet-18's step).
+        # Unfused layout changes for the backward (pdx/_lowering.py: 0.83x ResNet-18's step).
         x, weight = materialized(x), materialized(weight)
         out = jax.lax.conv_general_dilated(
             x, weight, window_strides=stride, padding=pads, rhs_dilation=dilation,
             dimension_numbers=_dimension_numbers(n, True), feature_group_count=groups,
             preferred_element_type=_accumulator(x))
+        out = materialized(out)  # its gradient too: unfused from BatchNorm's backward
     out = _add_bias(out, bias, out_channels, True, op)
     return out if is_last else jnp.moveaxis(out, -1, 1)
 
