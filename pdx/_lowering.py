@@ -5,6 +5,10 @@
   Program rewrites that work on convolutions, such as folding an eval-mode
   BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
   `convolutions_kept()` to see them as convolutions.
+- Native CPU kernels (oneDNN convolutions, pdx/kernels/_onednn.py) are XLA
+  custom calls that only this process can run; exports trace under
+  `portable()`, where `native_kernels()` is False and every op lowers to
+  plain StableHLO.
 - `materialized(v)` keeps XLA:CPU from fusing the ops that produce a
   convolution's input, weight or output gradient into the layout changes its
   backward needs (see its docstring).
@@ -25,9 +29,10 @@ import contextvars
 import jax
 import jax.numpy as jnp
 
-__all__ = ["convolutions_kept", "materialized", "pointwise_as_matmul"]
+__all__ = ["convolutions_kept", "materialized", "native_kernels", "pointwise_as_matmul", "portable"]
 
 _POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
+_NATIVE_KERNELS = contextvars.ContextVar("pdx_native_kernels", default=True)
 
 
 def pointwise_as_matmul() -> bool:
@@ -43,6 +48,26 @@ def convolutions_kept():
         yield
     finally:
         _POINTWISE_AS_MATMUL.reset(token)
+
+
+def native_kernels() -> bool:
+    """Whether ops traced now may call kernels compiled into this process (custom calls)."""
+    return _NATIVE_KERNELS.get()
+
+
+@contextlib.contextmanager
+def portable():
+    """Trace with plain StableHLO only (no custom calls) inside the block: for exports.
+
+    >>> with portable():
+    ...     native_kernels()
+    False
+    """
+    token = _NATIVE_KERNELS.set(False)
+    try:
+        yield
+    finally:
+        _NATIVE_KERNELS.reset(token)
 
 
 def materialized(v):

@@ -28,6 +28,7 @@ import jax
 import numpy as np
 from jax import export as jax_export
 
+from pdx import _lowering
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS
@@ -142,6 +143,7 @@ def _json_dims(shape) -> list:
     return [d if isinstance(d, int) else str(d) for d in shape]
 
 
+@_lowering.portable()  # plain StableHLO: no custom calls of this process
 def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str]):
     """Trace and export; returns (traced, specs, Exported).
 

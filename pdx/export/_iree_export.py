@@ -19,6 +19,7 @@ import jax
 import numpy as np
 from jax import export as jax_export
 
+from pdx import _lowering
 from pdx.export._iree import IREE_TARGETS, choose_flags, compile_vmfb, merge_buckets, program_kind
 from pdx.export._rewrite import CONV_MODES, PRECISIONS, rewrite_program
 from pdx.jit import InputSpec
@@ -72,6 +73,7 @@ class IreeOptions:
     fold_batchnorm: bool = False  # per-channel scale + shift after a convolution folded into it
 
 
+@_lowering.portable()
 def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mapping[str, np.ndarray],
                     targets: Sequence[str], files: dict, options: IreeOptions) -> dict[str, dict]:
     """Compile one .vmfb per IREE target (a function per batch bucket) into `files`.
@@ -139,6 +141,7 @@ def _static(specs: Sequence[InputSpec], sizes: Mapping[str, int]) -> list[jax.Sh
                                        for a, d in enumerate(s.shape)), s.dtype) for s in specs]
 
 
+@_lowering.portable()
 def _choose_program(program, values, static, options: IreeOptions) -> tuple[str, str, bool, float, str]:
     """(conv mode, precision, fold, max |rewritten - traced| / max |traced| on XLA, program kind)
     for the IREE modules.

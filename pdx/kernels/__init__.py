@@ -1,7 +1,8 @@
-"""pdx.kernels: Pallas kernels for the hot ops, their pure-JAX references, and the dispatch.
+"""pdx.kernels: Pallas and oneDNN kernels for the hot ops, their pure-JAX references, and the dispatch.
 
 Each op has a Pallas kernel (GPU, Triton lowering; interpret mode elsewhere)
-and a `*_reference` in pure JAX that defines its semantics. `impl="auto"`
+or a oneDNN one (CPU convolutions, an XLA custom call) and a `*_reference` in
+pure JAX that defines its semantics. `impl="auto"`
 picks the kernel on a GPU when the shapes fit it and the reference elsewhere;
 `set_impl` / `use_impl` override the choice globally. Each op is an `Op`, an
 immutable mapping from implementation name to callable (`OPS`); an
@@ -30,6 +31,10 @@ from pdx.kernels._flash_attention import FLASH_ATTENTION
 from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
+from pdx.kernels._onednn import CONV2D_NHWC
+from pdx.kernels._onednn import conv2d_nhwc
+from pdx.kernels._onednn import conv2d_nhwc_reference
+from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
 from pdx.kernels._norms import NORM_MAX_FEATURES
 from pdx.kernels._norms import RMS_NORM
 from pdx.kernels._norms import NormBlockSizes
@@ -40,8 +45,8 @@ from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
 
 # Every op's registry, by name.
-OPS = types.MappingProxyType({op.name: op for op in (FLASH_ATTENTION, LAYER_NORM, LINEAR_SOFTMAX_CROSS_ENTROPY,
-                                                     RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
+OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
+                                                     LINEAR_SOFTMAX_CROSS_ENTROPY, RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
 del types
 
 __all__ = [
@@ -54,10 +59,13 @@ __all__ = [
     "NormBlockSizes",
     "Op",
     "Unsupported",
+    "conv2d_nhwc",
+    "conv2d_nhwc_reference",
     "flash_attention",
     "flash_attention_reference",
     "flash_attention_unfit",
     "get_impl",
+    "onednn_unavailable_reason",
     "layer_norm",
     "layer_norm_reference",
     "linear_softmax_cross_entropy",

@@ -1,12 +1,13 @@
-"""Which implementation of a hot op runs: the Pallas kernel, XLA, or cuDNN.
+"""Which implementation of a hot op runs: the Pallas kernel, XLA, cuDNN or oneDNN.
 
 Each op is an `Op`: a name and an immutable mapping from implementation name
 to a callable. Every public kernel takes `impl="auto" | "pallas" | "xla" |
-"cudnn"`:
+"cudnn" | "onednn"`:
 
-* ``"auto"``: on a GPU the op's implementations in the order `AUTO_ORDER`
-  ("cudnn", "pallas", "xla"), skipping those it does not register or whose
-  `prefer_if` predicate says no; on CPU and TPU the reference ("xla").
+* ``"auto"``: the op's implementations in the order `AUTO_ORDER` gives for
+  the platform (GPU: "cudnn", "pallas", "xla"; CPU: "onednn", "xla"; TPU:
+  "xla"), skipping those it does not register or whose `prefer_if`
+  predicate says no.
 * a name: that implementation alone (an op that does not register it, such
   as "cudnn" for the norms, runs its reference). On a CPU the Pallas kernels
   run in Pallas interpret mode, so tests and users can exercise them anywhere
@@ -41,12 +42,13 @@ import jax
 __all__ = ["AUTO_ORDER", "IMPLS", "Impl", "Implementation", "Op", "Unsupported", "get_impl", "set_impl",
            "use_impl"]
 
-Impl: TypeAlias = Literal["auto", "pallas", "xla", "cudnn"]
-Implementation: TypeAlias = Literal["pallas", "xla", "cudnn"]
+Impl: TypeAlias = Literal["auto", "pallas", "xla", "cudnn", "onednn"]
+Implementation: TypeAlias = Literal["pallas", "xla", "cudnn", "onednn"]
 
-IMPLS: tuple[Impl, ...] = ("auto", "pallas", "xla", "cudnn")
+IMPLS: tuple[Impl, ...] = ("auto", "pallas", "xla", "cudnn", "onednn")
 REFERENCE: Implementation = "xla"
-AUTO_ORDER: tuple[Implementation, ...] = ("cudnn", "pallas", "xla")  # "auto" on a GPU
+AUTO_ORDER: Mapping[str, tuple[Implementation, ...]] = types.MappingProxyType({  # "auto" per platform
+    "gpu": ("cudnn", "pallas", "xla"), "cpu": ("onednn", "xla"), "tpu": ("xla",)})
 
 _OVERRIDE: contextvars.ContextVar[str | None] = contextvars.ContextVar("pdx_kernels_impl", default=None)
 _NOTED: set[tuple[str, str]] = set()
@@ -110,9 +112,7 @@ class Op:
         impl = requested(impl, op=self.name)
         if impl != "auto":
             return (impl if impl in self.implementations else REFERENCE,)
-        if platform() != "gpu":
-            return (REFERENCE,)
-        return tuple(n for n in AUTO_ORDER if n in self.implementations
+        return tuple(n for n in AUTO_ORDER.get(platform(), (REFERENCE,)) if n in self.implementations
                      and (n not in self.prefer_if or self.prefer_if[n](*args, **kwargs)))
 
     def __call__(self, impl: Impl, *args, **kwargs):

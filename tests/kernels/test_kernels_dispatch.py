@@ -34,7 +34,7 @@ def recording_op(name="test_op", declines=(), prefer_if=None):
 
 
 def test_registries_are_immutable_and_named():
-    assert set(K.OPS) == {"flash_attention", "layer_norm", "rms_norm", "softmax_cross_entropy",
+    assert set(K.OPS) == {"conv2d_nhwc", "flash_attention", "layer_norm", "rms_norm", "softmax_cross_entropy",
                           "linear_softmax_cross_entropy"}
     for name, op in K.OPS.items():
         assert op.name == name and "xla" in op.implementations
@@ -45,9 +45,10 @@ def test_registries_are_immutable_and_named():
         K.OPS["rms_norm"] = None
     assert set(K.OPS["flash_attention"].implementations) == {"cudnn", "pallas", "xla"}
     assert set(K.OPS["rms_norm"].implementations) == {"pallas", "xla"}
+    assert set(K.OPS["conv2d_nhwc"].implementations) == {"onednn", "xla"}
     with pytest.raises(ValueError, match="include the reference 'xla'"):
         K.Op("bad", {"pallas": lambda: 0})
-    with pytest.raises(ValueError, match=r"named from \['pallas', 'xla', 'cudnn'\]"):
+    with pytest.raises(ValueError, match=r"named from \['pallas', 'xla', 'cudnn', 'onednn'\]"):
         K.Op("bad", {"xla": lambda: 0, "triton": lambda: 0})
 
 
@@ -63,6 +64,13 @@ def test_auto_order_per_platform(on):
     assert rms.candidates("pallas", x) == ("pallas",)
     assert rms.candidates("cudnn", x) == ("xla",)  # no cuDNN version: the reference
     assert _dispatch.interpret()
+    conv = K.OPS["conv2d_nhwc"]
+    x4, w4 = jnp.ones((1, 4, 4, 2)), jnp.ones((3, 2, 3, 3))
+    geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
+    # oneDNN first on a CPU, but not with several devices (the SPMD partitioner cannot split a custom call)
+    assert conv.candidates("auto", x4, w4, **geometry) == ("xla",)  # this test process has 8 devices
+    assert conv.candidates("onednn", x4, w4, **geometry) == ("onednn",)
+    assert K.AUTO_ORDER["cpu"] == ("onednn", "xla")
     on("tpu")
     assert attn.candidates("auto", *attn_args(q_half)) == ("xla",)
     on("gpu")

@@ -1,0 +1,299 @@
+"""2-D convolutions on oneDNN for XLA:CPU: build, registration and JAX primitives.
+
+XLA:CPU runs convolutions on Eigen at about half oneDNN's speed on AVX-512
+machines (benchmarks/RESULTS.md); PyTorch and Paddle use oneDNN. This module
+puts oneDNN's convolutions into compiled pdx programs as XLA FFI custom calls:
+
+1. `_onednn_conv.cc` (three FFI handlers: forward, backward-data,
+   backward-weights) is compiled on first use with the C++ compiler, against
+   the headers and library of the `onednn-cpu-gomp` / `onednn-devel-cpu-gomp`
+   wheels, into a cache directory keyed by the source and the versions.
+   Without a compiler or the wheels (or with `PDX_ONEDNN=0`), `available()`
+   is False and convolutions stay on XLA.
+2. Three JAX primitives wrap the handlers. Each is bilinear in its two
+   operands and transposes into the other two, so reverse mode, forward mode
+   and higher derivatives all stay on oneDNN. vmap and non-CPU lowerings use
+   the pure-JAX references (`conv2d_nhwc_reference` and its derivatives).
+
+Layouts: activations channels-last ([N, H, W, C]), the weight as Paddle
+stores it ([out, in, kh, kw]); float32 and bfloat16; one group.
+
+Example:
+  >>> x, w = jnp.ones((1, 8, 8, 3)), jnp.ones((4, 3, 3, 3))
+  >>> conv2d_nhwc(x, w, strides=(1, 1), padding=((1, 1), (1, 1)), dilation=(1, 1)).shape
+  (1, 8, 8, 4)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+from pdx._lowering import native_kernels
+from pdx.kernels._dispatch import Impl, Op, Unsupported
+
+__all__ = ["CONV2D_NHWC", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "unavailable_reason"]
+
+_SOURCE = Path(__file__).with_name("_onednn_conv.cc")
+_TARGETS = {"forward": "PdxConvForward", "backward_data": "PdxConvBackwardData",
+            "backward_weights": "PdxConvBackwardWeights"}
+_LOCK = threading.Lock()
+_STATE: dict[str, object] = {}
+
+
+# ---------------------------------------------------------------------------- build and load
+
+def _prefixes():
+    seen = []
+    for p in (sysconfig.get_path("data"), sys.prefix, sys.base_prefix):
+        if p and p not in seen:
+            seen.append(p)
+    return [Path(p) for p in seen]
+
+
+def _find_onednn():
+    """(include dir, library path) of the oneDNN wheels, or a reason string."""
+    for prefix in _prefixes():
+        include, lib = prefix / "include", prefix / "lib" / "libdnnl.so.3"
+        if (include / "dnnl.hpp").is_file() and lib.is_file():
+            return include, lib
+    return ("oneDNN was not found (install the `onednn-cpu-gomp` and `onednn-devel-cpu-gomp` wheels, "
+            "which `pip install pdx` does on x86-64 Linux)")
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("PDX_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pdx")
+    return Path(root) / "onednn"
+
+
+def _build() -> Path | str:
+    """Compile the handlers (once per source/version), returning the library or a reason."""
+    found = _find_onednn()
+    if isinstance(found, str):
+        return found
+    include, lib = found
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not compiler:
+        return "no C++ compiler found (set CXX or install g++)"
+    source = _SOURCE.read_bytes()
+    key = hashlib.sha256(b"\0".join([source, jax.__version__.encode(), str(lib.resolve()).encode(),
+                                     str(lib.stat().st_size).encode(), compiler.encode()])).hexdigest()[:16]
+    out = _cache_dir() / f"pdx_onednn_conv_{key}.so"
+    if out.is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
+    os.close(fd)
+    cmd = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-w", f"-I{jax.ffi.include_dir()}", f"-I{include}",
+           str(_SOURCE), "-o", tmp, f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if done.returncode:
+            return f"compiling {_SOURCE.name} failed: {done.stderr.strip()[-2000:]}"
+        os.replace(tmp, out)  # atomic: concurrent builders each write their own temp file
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"compiling {_SOURCE.name} failed: {e}"
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return out
+
+
+def _load() -> str | None:
+    """Build, load and register the handlers once; None when ready, else why not."""
+    with _LOCK:
+        if "reason" not in _STATE:
+            _STATE["reason"] = _register()
+        return _STATE["reason"]
+
+
+def _register() -> str | None:
+    if os.environ.get("PDX_ONEDNN", "1") == "0":
+        return "disabled by PDX_ONEDNN=0"
+    if sys.platform != "linux":
+        return f"oneDNN convolutions are built for Linux only (this is {sys.platform})"
+    built = _build()
+    if isinstance(built, str):
+        return built
+    try:
+        lib = ctypes.CDLL(str(built))
+        for name, symbol in _TARGETS.items():
+            jax.ffi.register_ffi_target(f"pdx_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)),
+                                        platform="cpu")
+    except (OSError, AttributeError) as e:
+        return f"loading {built} failed: {e}"
+    _STATE["library"] = lib
+    return None
+
+
+def unavailable_reason() -> str | None:
+    """Why oneDNN convolutions cannot run here (None when they can). Builds on first call."""
+    return _load()
+
+
+def available() -> bool:
+    """Whether oneDNN convolutions can run in this process (builds the handlers on first call).
+
+    >>> isinstance(available(), bool)
+    True
+    """
+    return _load() is None
+
+
+# ---------------------------------------------------------------------------- references
+
+def conv2d_nhwc_reference(x, w, *, strides, padding, dilation):
+    """What `conv2d_nhwc` computes, in plain `lax`: channels-last x, [out, in, kh, kw] w."""
+    return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilation,
+                                        dimension_numbers=("NHWC", "OIHW", "NHWC"))
+
+
+def _backward_data_reference(dy, w, *, input_shape, **geometry):
+    zeros = jnp.zeros(input_shape, dy.dtype)
+    return jax.vjp(lambda x: conv2d_nhwc_reference(x, w, **geometry), zeros)[1](dy)[0]
+
+
+def _backward_weights_reference(x, dy, *, weight_shape, **geometry):
+    zeros = jnp.zeros(weight_shape, x.dtype)
+    return jax.vjp(lambda w: conv2d_nhwc_reference(x, w, **geometry), zeros)[1](dy)[0]
+
+
+# ---------------------------------------------------------------------------- primitives
+
+def _geometry(params):
+    return {k: params[k] for k in ("strides", "padding", "dilation")}
+
+
+def _out_size(size, k, s, d, lo, hi):
+    return (size + lo + hi - (d * (k - 1) + 1)) // s + 1
+
+
+def _forward_shape(x_shape, w_shape, strides, padding, dilation):
+    n, h, wd, _ = x_shape
+    o, _, kh, kw = w_shape
+    return (n, *(_out_size(size, k, s, d, lo, hi) for size, k, s, d, (lo, hi)
+                 in zip((h, wd), (kh, kw), strides, dilation, padding)), o)
+
+
+def _primitive(name, shape_of, reference):
+    p = Primitive(f"pdx_onednn_conv_{name}")
+    p.def_impl(lambda a, b, **params: jax.jit(functools.partial(p.bind, **params))(a, b))
+    p.def_abstract_eval(lambda a, b, **params: jax.core.ShapedArray(shape_of(a, b, **params), a.dtype))
+    target = f"pdx_onednn_conv_{name}"
+
+    def lower_cpu(ctx, a, b, *, strides, padding, dilation, **_):
+        (out,) = ctx.avals_out
+        call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out.shape, out.dtype))
+        attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
+                 "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
+                 "padding_hi": np.asarray([hi for _, hi in padding], np.int64)}
+        return mlir.lower_fun(lambda a, b: call(a, b, **attrs), multiple_results=False)(ctx, a, b)
+
+    mlir.register_lowering(p, lower_cpu, platform="cpu")
+    mlir.register_lowering(p, mlir.lower_fun(lambda a, b, **params: reference(a, b, **params),
+                                             multiple_results=False))
+
+    def batch(args, dims, **params):
+        return jax.vmap(functools.partial(reference, **params), in_axes=dims)(*args), 0
+
+    batching.primitive_batchers[p] = batch
+    return p
+
+
+_forward_p = _primitive("forward", lambda x, w, **g: _forward_shape(x.shape, w.shape, **_geometry(g)),
+                        lambda x, w, **g: conv2d_nhwc_reference(x, w, **g))
+_backward_data_p = _primitive("backward_data", lambda dy, w, *, input_shape, **_: input_shape,
+                              _backward_data_reference)
+_backward_weights_p = _primitive("backward_weights", lambda x, dy, *, weight_shape, **_: weight_shape,
+                                 _backward_weights_reference)
+
+
+def _forward(x, w, **g):
+    return _forward_p.bind(x, w, **g)
+
+
+def _backward_data(dy, w, input_shape, **g):
+    return _backward_data_p.bind(dy, w, input_shape=tuple(input_shape), **g)
+
+
+def _backward_weights(x, dy, weight_shape, **g):
+    return _backward_weights_p.bind(x, dy, weight_shape=tuple(weight_shape), **g)
+
+
+# Each op is bilinear; the transpose with respect to one operand is another of the three.
+ad.defbilinear(_forward_p,
+               lambda ct, x, w, **p: _backward_data(ct, w, x.aval.shape, **_geometry(p)),
+               lambda ct, x, w, **p: _backward_weights(x, ct, w.aval.shape, **_geometry(p)))
+ad.defbilinear(_backward_data_p,
+               lambda ct, dy, w, **p: _forward(ct, w, **_geometry(p)),
+               lambda ct, dy, w, **p: _backward_weights(ct, dy, w.aval.shape, **_geometry(p)))
+ad.defbilinear(_backward_weights_p,
+               lambda ct, x, dy, **p: _backward_data(dy, ct, x.aval.shape, **_geometry(p)),
+               lambda ct, x, dy, **p: _forward(x, ct, **_geometry(p)))
+
+
+def _onednn(x, w, *, strides, padding, dilation):
+    reason = _load()
+    if reason is not None:
+        raise Unsupported(f"oneDNN convolutions are unavailable: {reason}", "use impl='auto' or impl='xla'")
+    if not fits(x, w, padding):
+        raise Unsupported(f"oneDNN convolutions take float32/bfloat16 x [N, H, W, C] and w [out, C, kh, kw] of "
+                          f"one dtype with non-negative padding; got x {x.dtype}{tuple(x.shape)}, "
+                          f"w {w.dtype}{tuple(w.shape)}, padding {padding}")
+    return _forward(x, w, strides=strides, padding=padding, dilation=dilation)
+
+
+def fits(x, w, padding) -> bool:
+    """Whether oneDNN's convolution takes these operands (shapes, dtypes, padding)."""
+    return (x.ndim == 4 and w.ndim == 4 and x.dtype == w.dtype and x.dtype in (jnp.float32, jnp.bfloat16)
+            and x.shape[-1] == w.shape[1] and all(isinstance(p, int) and p >= 0 for pair in padding for p in pair)
+            and all(isinstance(d, int) for d in (*x.shape, *w.shape)))
+
+
+def _prefer_onednn(x, w, *, strides, padding, dilation) -> bool:
+    # One device: an XLA custom call is opaque to the SPMD partitioner, which would
+    # gather a sharded batch onto every device; there XLA's convolution runs instead.
+    return (native_kernels() and jax.device_count() == 1 and fits(x, w, padding) and available())
+
+
+CONV2D_NHWC = Op("conv2d_nhwc", {"onednn": _onednn, "xla": conv2d_nhwc_reference},
+                 prefer_if={"onednn": _prefer_onednn})
+
+
+def conv2d_nhwc(x, w, *, strides, padding, dilation, impl: Impl = "auto"):
+    """2-D convolution, x [N, H, W, C] and w [out, C, kh, kw] -> [N, OH, OW, out]; oneDNN on CPU.
+
+    "auto" runs oneDNN on a single CPU device when the operands fit (float32 or
+    bfloat16, one group) and XLA's convolution otherwise; exports always trace
+    XLA's. Reverse mode, forward mode, higher derivatives and vmap all work.
+
+    Args:
+      x: channels-last input.
+      w: the weight, same dtype, one group.
+      strides, dilation: 2 ints each.
+      padding: 2 (low, high) pairs of non-negative ints.
+      impl: "auto", "onednn" or "xla" (see the module docstring).
+
+    >>> x, w = jnp.ones((2, 5, 5, 2)), jnp.ones((3, 2, 3, 3))
+    >>> conv2d_nhwc(x, w, strides=(2, 2), padding=((0, 0), (0, 0)), dilation=(1, 1)).shape
+    (2, 2, 2, 3)
+    """
+    geometry = {"strides": tuple(int(s) for s in strides), "dilation": tuple(int(d) for d in dilation),
+                "padding": tuple((int(lo), int(hi)) for lo, hi in padding)}
+    return CONV2D_NHWC(impl, x, w, **geometry)

@@ -1,0 +1,331 @@
+// 2-D convolutions on oneDNN, called from XLA:CPU as typed FFI custom calls.
+//
+// Three handlers, one per direction of a convolution with channels-last
+// activations and the weight in Paddle's [out, in, kh, kw] layout:
+//
+//   PdxConvForward(x [N,H,W,C], w [O,C,KH,KW])         -> y  [N,OH,OW,O]
+//   PdxConvBackwardData(dy [N,OH,OW,O], w [O,C,KH,KW]) -> dx [N,H,W,C]
+//   PdxConvBackwardWeights(x [N,H,W,C], dy [N,OH,OW,O]) -> dw [O,C,KH,KW]
+//
+// Attributes (int64 arrays of length 2): strides, dilation (1 = dense),
+// padding_lo, padding_hi. float32 or bfloat16, all operands the same type.
+// Activations stay channels-last; the weight is reordered to (and the weight
+// gradient from) the layout the chosen oneDNN kernel wants, once per call.
+// Primitives are built once per geometry and cached; scratchpads are per call,
+// so concurrent calls from XLA's threads are safe. pdx/kernels/_onednn.py
+// builds this file and registers the handlers.
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dnnl.hpp"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+using dnnl::memory;
+using Span = ffi::Span<const int64_t>;
+
+namespace {
+
+enum class Direction { kForward, kBackwardData, kBackwardWeights };
+
+struct Geometry {
+  Direction direction;
+  memory::data_type type;
+  memory::dims src, weights, dst;  // logical {N,C,H,W}, {O,I,KH,KW}, {N,O,OH,OW}
+  memory::dims strides, dilation, padding_lo, padding_hi;  // dilation in oneDNN's sense (0 = dense)
+
+  auto key() const {
+    return std::tie(direction, type, src, weights, dst, strides, dilation, padding_lo, padding_hi);
+  }
+  bool operator<(const Geometry& other) const { return key() < other.key(); }
+};
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One geometry's primitive and the layouts it wants.
+struct Plan {
+  dnnl::primitive primitive;
+  memory::desc weights;     // the layout the primitive reads / writes the weight in
+  memory::desc scratchpad;
+};
+
+dnnl::primitive_attr Attributes() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+Plan MakePlan(const Geometry& g) {
+  auto& engine = Engine();
+  memory::desc src(g.src, g.type, memory::format_tag::nhwc);
+  memory::desc dst(g.dst, g.type, memory::format_tag::nhwc);
+  memory::desc any_weights(g.weights, g.type, memory::format_tag::any);
+  auto attr = Attributes();
+  auto forward = dnnl::convolution_forward::primitive_desc(
+      engine, dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, any_weights,
+      dst, g.strides, g.dilation, g.padding_lo, g.padding_hi, attr);
+  switch (g.direction) {
+    case Direction::kForward:
+      return {dnnl::convolution_forward(forward), forward.weights_desc(), forward.scratchpad_desc()};
+    case Direction::kBackwardData: {
+      auto pd = dnnl::convolution_backward_data::primitive_desc(
+          engine, dnnl::algorithm::convolution_direct, src, any_weights, dst, g.strides, g.dilation,
+          g.padding_lo, g.padding_hi, forward, attr);
+      return {dnnl::convolution_backward_data(pd), pd.weights_desc(), pd.scratchpad_desc()};
+    }
+    case Direction::kBackwardWeights: {
+      auto pd = dnnl::convolution_backward_weights::primitive_desc(
+          engine, dnnl::algorithm::convolution_direct, src, any_weights, dst, g.strides, g.dilation,
+          g.padding_lo, g.padding_hi, forward, attr);
+      return {dnnl::convolution_backward_weights(pd), pd.diff_weights_desc(), pd.scratchpad_desc()};
+    }
+  }
+  throw std::runtime_error("unknown convolution direction");
+}
+
+const Plan& CachedPlan(const Geometry& g) {
+  static std::mutex mutex;
+  static std::map<Geometry, std::unique_ptr<Plan>> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = plans[g];
+  if (!slot) slot = std::make_unique<Plan>(MakePlan(g));
+  return *slot;
+}
+
+memory::dims Nchw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[3], d[1], d[2]}; }
+memory::dims Oihw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[1], d[2], d[3]}; }
+
+// Uninitialized bytes (a std::vector would zero them on every call).
+struct Bytes {
+  explicit Bytes(size_t n) : data(n ? new uint8_t[n] : nullptr) {}
+  std::unique_ptr<uint8_t[]> data;
+};
+
+size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
+
+// Runs one direction over the images [n0, n0 + g.src[0]) of the call, single-threaded.
+// `weights` is the weight in the plan's layout (forward / backward-data), or where the
+// backward-weights partial sum goes.
+void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out, uint8_t* weights) {
+  const Plan& plan = CachedPlan(g);
+  auto& engine = Engine();
+  dnnl::stream stream(engine);
+  memory::desc src_md(g.src, g.type, memory::format_tag::nhwc);
+  memory::desc dst_md(g.dst, g.type, memory::format_tag::nhwc);
+  Bytes scratch(plan.scratchpad.get_size());
+  memory scratchpad(plan.scratchpad, engine, scratch.data.get());
+  memory w(plan.weights, engine, weights);
+  void* pa = const_cast<uint8_t*>(a);
+  void* pb = const_cast<uint8_t*>(b);
+  switch (g.direction) {
+    case Direction::kForward:
+      plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(src_md, engine, pa)}, {DNNL_ARG_WEIGHTS, w},
+                                      {DNNL_ARG_DST, memory(dst_md, engine, out)}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
+      break;
+    case Direction::kBackwardData:
+      plan.primitive.execute(stream, {{DNNL_ARG_DIFF_DST, memory(dst_md, engine, pa)}, {DNNL_ARG_WEIGHTS, w},
+                                      {DNNL_ARG_DIFF_SRC, memory(src_md, engine, out)},
+                                      {DNNL_ARG_SCRATCHPAD, scratchpad}});
+      break;
+    case Direction::kBackwardWeights:
+      plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(src_md, engine, pa)},
+                                      {DNNL_ARG_DIFF_DST, memory(dst_md, engine, pb)}, {DNNL_ARG_DIFF_WEIGHTS, w},
+                                      {DNNL_ARG_SCRATCHPAD, scratchpad}});
+      break;
+  }
+  stream.wait();
+}
+
+// The images of a call split into parts that XLA's own threads run, each part on one
+// thread. oneDNN's OpenMP team would compete with XLA's threads for the same cores;
+// claiming parts from a counter also lets the calling thread do every part itself when
+// the pool is busy, so a call never waits on work that has not started.
+struct Parts {
+  int64_t count;
+  std::function<void(int64_t)> run;
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::string error;
+
+  void Work() {
+    omp_set_num_threads(1);
+    for (int64_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        run(i);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        error = e.what();
+      }
+      if (done.fetch_add(1) + 1 == count) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  }
+};
+
+ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
+               ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi) {
+  if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
+      (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
+  }
+  if (a.dimensions().size() != 4 || b.dimensions().size() != 4 || out->dimensions().size() != 4 ||
+      strides.size() != 2 || dilation.size() != 2 || padding_lo.size() != 2 || padding_hi.size() != 2) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: 4-D operands and 2-element attributes expected");
+  }
+  Geometry g;
+  g.direction = direction;
+  g.type = a.element_type() == ffi::DataType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  switch (direction) {
+    case Direction::kForward:
+      g.src = Nchw(a.dimensions()), g.weights = Oihw(b.dimensions()), g.dst = Nchw(out->dimensions());
+      break;
+    case Direction::kBackwardData:
+      g.dst = Nchw(a.dimensions()), g.weights = Oihw(b.dimensions()), g.src = Nchw(out->dimensions());
+      break;
+    case Direction::kBackwardWeights:
+      g.src = Nchw(a.dimensions()), g.dst = Nchw(b.dimensions()), g.weights = Oihw(out->dimensions());
+      break;
+  }
+  g.strides = {strides[0], strides[1]};
+  g.dilation = {dilation[0] - 1, dilation[1] - 1};
+  g.padding_lo = {padding_lo[0], padding_lo[1]};
+  g.padding_hi = {padding_hi[0], padding_hi[1]};
+  try {
+    omp_set_num_threads(1);
+    const int64_t images = g.src[0];
+    // bfloat16 weight gradients are not split: their partial sums would round.
+    const bool split = !(direction == Direction::kBackwardWeights && g.type == memory::data_type::bf16);
+    const int64_t count = split ? std::max<int64_t>(1, std::min<int64_t>(pool.num_threads(), images)) : 1;
+    std::vector<Geometry> geometry(count, g);
+    std::vector<int64_t> first(count);
+    for (int64_t i = 0, n0 = 0; i < count; ++i) {
+      int64_t n = images / count + (i < images % count ? 1 : 0);
+      first[i] = n0, n0 += n;
+      geometry[i].src[0] = geometry[i].dst[0] = n;
+    }
+    const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
+    auto& engine = Engine();
+    dnnl::stream stream(engine);
+    memory::desc plain_weights(g.weights, g.type, memory::format_tag::oihw);
+    const bool reorder = plan.weights != plain_weights;
+    const size_t packed_size = plan.weights.get_size();
+    const size_t width = ByteWidth(g.type);
+    const size_t src_image = g.src[1] * g.src[2] * g.src[3] * width;
+    const size_t dst_image = g.dst[1] * g.dst[2] * g.dst[3] * width;
+    auto* pa = static_cast<uint8_t*>(a.untyped_data());
+    auto* pb = static_cast<uint8_t*>(b.untyped_data());
+    auto* po = static_cast<uint8_t*>(out->untyped_data());
+
+    // The weight in the plan's layout: one copy read by every part, or one partial
+    // weight gradient per part, summed at the end.
+    const bool gradient = direction == Direction::kBackwardWeights;
+    const int64_t copies = gradient ? count : 1;
+    Bytes packed(gradient || reorder ? packed_size * copies : 0);
+    std::vector<uint8_t*> weights(copies);
+    for (int64_t i = 0; i < copies; ++i) {
+      weights[i] = gradient || reorder ? packed.data.get() + i * packed_size : pb;
+    }
+    if (gradient && count == 1 && !reorder) weights[0] = po;
+    if (!gradient && reorder) {
+      memory user(plain_weights, engine, pb), packed_weights(plan.weights, engine, weights[0]);
+      dnnl::reorder(user, packed_weights).execute(stream, user, packed_weights);
+      stream.wait();
+    }
+
+    auto parts = std::make_shared<Parts>();
+    parts->count = count;
+    parts->run = [&](int64_t i) {
+      const size_t n0 = first[i];
+      switch (direction) {
+        case Direction::kForward:
+          RunPart(geometry[i], pa + n0 * src_image, nullptr, po + n0 * dst_image, weights[0]);
+          break;
+        case Direction::kBackwardData:
+          RunPart(geometry[i], pa + n0 * dst_image, nullptr, po + n0 * src_image, weights[0]);
+          break;
+        case Direction::kBackwardWeights:
+          RunPart(geometry[i], pa + n0 * src_image, pb + n0 * dst_image, nullptr, weights[i]);
+          break;
+      }
+    };
+    for (int64_t i = 1; i < count; ++i) pool.Schedule([parts] { parts->Work(); });
+    parts->Work();
+    {
+      std::unique_lock<std::mutex> lock(parts->mutex);
+      parts->finished.wait(lock, [&] { return parts->done.load() == count; });
+      if (!parts->error.empty()) throw std::runtime_error(parts->error);
+    }
+
+    if (gradient) {
+      if (count > 1) {  // sum the partial gradients into the first (same layout, padding included)
+        const int64_t elements = packed_size / width;
+        if (g.type == memory::data_type::f32) {
+          auto* sum = reinterpret_cast<float*>(weights[0]);
+          for (int64_t i = 1; i < count; ++i) {
+            auto* part = reinterpret_cast<const float*>(weights[i]);
+            for (int64_t e = 0; e < elements; ++e) sum[e] += part[e];
+          }
+        }
+      }
+      if (weights[0] != po) {
+        memory from(plan.weights, engine, weights[0]), user(plain_weights, engine, po);
+        dnnl::reorder(from, user).execute(stream, from, user);
+        stream.wait();
+      }
+    }
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("pdx oneDNN convolution: ") + e.what());
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y, Span strides,
+                   Span dilation, Span padding_lo, Span padding_hi) {
+  return Run(pool, Direction::kForward, x, w, y, strides, dilation, padding_lo, padding_hi);
+}
+
+ffi::Error BackwardData(ffi::ThreadPool pool, ffi::AnyBuffer dy, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> dx, Span strides,
+                        Span dilation, Span padding_lo, Span padding_hi) {
+  return Run(pool, Direction::kBackwardData, dy, w, dx, strides, dilation, padding_lo, padding_hi);
+}
+
+ffi::Error BackwardWeights(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer dy, ffi::Result<ffi::AnyBuffer> dw, Span strides,
+                           Span dilation, Span padding_lo, Span padding_hi) {
+  return Run(pool, Direction::kBackwardWeights, x, dy, dw, strides, dilation, padding_lo, padding_hi);
+}
+
+auto Binding() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::ThreadPool>()
+      .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::AnyBuffer>()
+      .Ret<ffi::AnyBuffer>()
+      .Attr<Span>("strides")
+      .Attr<Span>("dilation")
+      .Attr<Span>("padding_lo")
+      .Attr<Span>("padding_hi");
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvForward, Forward, Binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardData, BackwardData, Binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardWeights, BackwardWeights, Binding());
