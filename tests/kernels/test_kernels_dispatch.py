@@ -126,7 +126,7 @@ def test_errors_name_the_fix(on):
     on("tpu")
     with pytest.raises(ValueError, match="not TPU; use impl='xla'"):
         K.rms_norm(jnp.ones((2, 8)), impl="pallas")
-    with pytest.raises(ValueError, match=r"use_impl: impl='fast' is not one of \['auto', 'pallas', 'xla', 'cudnn'\]"):
+    with pytest.raises(ValueError, match=r"use_impl: impl='fast' is not one of \['auto', 'pallas', 'xla', 'cudnn', 'onednn'\]"):
         with K.use_impl("fast"):
             pass
     with pytest.raises(ValueError, match=r"rms_norm: impl='fast' is not one of"):

@@ -1,0 +1,151 @@
+"""oneDNN convolutions (pdx/kernels/_onednn.py) against lax's, in every differentiation mode.
+
+The handlers are compiled on first use; this machine kind (x86-64 Linux with
+g++ and the oneDNN wheels that `pip install` brings) must build them.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pdx import kernels as K
+
+# (N, H, W, C, O, kh, kw, strides, padding, dilation): odd batches split unevenly over
+# XLA's threads, asymmetric padding, dilation, 1x1 and non-square kernels, stride 2.
+GEOMETRIES = [
+    (3, 9, 7, 5, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    (2, 8, 8, 3, 6, 3, 3, (2, 2), ((1, 0), (1, 0)), (1, 1)),
+    (1, 11, 10, 4, 3, 5, 3, (1, 2), ((2, 2), (0, 1)), (2, 1)),
+    (5, 6, 6, 8, 8, 1, 1, (2, 2), ((0, 0), (0, 0)), (1, 1)),
+]
+
+
+def _operands(g, rng, dtype=jnp.float32):
+    n, h, w, c, o, kh, kw, *_ = g
+    x = jnp.asarray(rng.standard_normal((n, h, w, c)), dtype)
+    wt = jnp.asarray(rng.standard_normal((o, c, kh, kw)) * 0.3, dtype)
+    return x, wt, {"strides": g[7], "padding": g[8], "dilation": g[9]}
+
+
+def _close(a, b, what):
+    """Equal up to float32 rounding of sums whose terms reach max|b|."""
+    b = np.asarray(b)
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-5 * float(np.abs(b).max()) + 1e-6, err_msg=what)
+
+
+def test_onednn_builds_on_this_machine():
+    assert K.onednn_unavailable_reason() is None
+
+
+def test_onednn_convolution_matches_lax_in_every_mode(rng):
+    for g in GEOMETRIES:
+        x, w, geo = _operands(g, rng)
+        ours = lambda x, w: K.conv2d_nhwc(x, w, **geo, impl="onednn")  # noqa: E731
+        ref = lambda x, w: K.conv2d_nhwc_reference(x, w, **geo)  # noqa: E731
+        lowered = jax.jit(ours).lower(x, w).as_text()
+        assert "pdx_onednn_conv_forward" in lowered, g  # the custom call, not XLA's convolution
+        _close(ours(x, w), ref(x, w), str(g))
+
+        loss = lambda f: lambda x, w: jnp.sum(jnp.sin(f(x, w)) * jnp.arange(f(x, w).size).reshape(f(x, w).shape))  # noqa: E731
+        for a, b in zip(jax.jit(jax.grad(loss(ours), (0, 1)))(x, w), jax.grad(loss(ref), (0, 1))(x, w)):
+            _close(a, b, f"grad {g}")
+        dx, dw = 0.5 * x[::-1], 0.7 * w[::-1]
+        _close(jax.jvp(ours, (x, w), (dx, dw))[1], jax.jvp(ref, (x, w), (dx, dw))[1], f"jvp {g}")
+        hvp = lambda f: jax.jvp(jax.grad(loss(f), (0, 1)), (x, w), (dx, dw))[1]  # noqa: E731
+        for a, b in zip(hvp(ours), hvp(ref)):  # forward over reverse: every primitive's transposes
+            _close(a, b, f"hvp {g}")
+        gg = lambda f: jax.grad(lambda x: jnp.sum(jax.grad(loss(f), 1)(x, w) ** 2))(x)  # noqa: E731
+        _close(gg(ours), gg(ref), f"grad of grad {g}")
+        xs = jnp.stack([x, -x])
+        _close(jax.vmap(lambda x: ours(x, w))(xs), jax.vmap(lambda x: ref(x, w))(xs), f"vmap {g}")
+
+
+def test_onednn_bfloat16_within_its_rounding(rng):
+    x, w, geo = _operands(GEOMETRIES[0], rng, jnp.bfloat16)
+    ref = K.conv2d_nhwc_reference(x.astype(jnp.float32), w.astype(jnp.float32), **geo)
+    out = K.conv2d_nhwc(x, w, **geo, impl="onednn")
+    assert out.dtype == jnp.bfloat16
+    np.testing.assert_allclose(out.astype(jnp.float32), ref, rtol=2e-2, atol=5e-2)
+    gx, gw = jax.grad(lambda x, w: K.conv2d_nhwc(x, w, **geo, impl="onednn").astype(jnp.float32).sum(), (0, 1))(x, w)
+    rx, rw = jax.grad(lambda x, w: K.conv2d_nhwc_reference(x, w, **geo).sum(), (0, 1))(
+        x.astype(jnp.float32), w.astype(jnp.float32))
+    np.testing.assert_allclose(gx.astype(jnp.float32), rx, rtol=2e-2, atol=1e-1)
+    np.testing.assert_allclose(gw.astype(jnp.float32), rw, rtol=2e-2, atol=3e-1)
+
+
+def test_onednn_declines_what_it_does_not_take():
+    x, w = jnp.ones((1, 5, 5, 2), jnp.float16), jnp.ones((3, 2, 3, 3), jnp.float16)
+    geo = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
+    with pytest.raises(ValueError, match=r"conv2d_nhwc: oneDNN convolutions take float32/bfloat16.*impl='xla'"):
+        K.conv2d_nhwc(x, w, **geo, impl="onednn")
+    assert K.conv2d_nhwc(x, w, **geo).dtype == jnp.float16  # "auto" runs XLA's
+
+
+_SINGLE_DEVICE = textwrap.dedent("""
+    import json, sys, tempfile
+    import numpy as np
+    import jax, jax.numpy as jnp
+    import pdx, pdx.nn as nn, pdx.nn.functional as F
+
+    def net():
+        pdx.seed(0)
+        return nn.Sequential(nn.Conv2D(3, 8, 3, padding=1), nn.BatchNorm2D(8), nn.ReLU(),
+                             nn.Conv2D(8, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 16, 4))
+
+    def losses(impl):
+        with pdx.kernels.use_impl(impl):
+            model = net()
+            opt = pdx.optimizer.Momentum(learning_rate=0.05, parameters=model.parameters())
+            rng = np.random.default_rng(1)
+            x = pdx.to_tensor(rng.standard_normal((6, 3, 8, 8)).astype("float32"))
+            y = pdx.to_tensor(rng.integers(0, 4, (6,)))
+            out = []
+            loss_fn = lambda model, x, y: F.cross_entropy(model(x), y)
+            for _ in range(4):
+                loss, grads = pdx.value_and_grad(loss_fn)(model, x, y)
+                opt.step(grads)
+                out.append(float(loss))
+            return model, x, out
+
+    model, x, ours = losses(None)
+    _, _, xla = losses("xla")
+    w = jnp.ones((4, 3, 3, 3))
+    hlo = jax.jit(lambda x: F.conv2d(x, w, padding=1)).lower(jnp.ones((2, 3, 8, 8))).as_text()
+    model.eval()
+    path = pdx.export.export(model, tempfile.mkdtemp() + "/net", [pdx.jit.InputSpec([None, 3, 8, 8])])
+    pred = pdx.export.load(path)
+    served = np.asarray(pred(np.asarray(x)))
+    print(json.dumps({"devices": jax.device_count(), "ours": ours, "xla": xla,
+                      "custom_call": "pdx_onednn_conv_forward" in hlo,
+                      "export_diff": float(np.abs(served - np.asarray(model(x))).max())}))
+""")
+
+
+def test_a_single_device_trains_on_onednn_like_on_xla_and_still_exports(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _SINGLE_DEVICE], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert r["devices"] == 1 and r["custom_call"]
+    np.testing.assert_allclose(r["ours"], r["xla"], rtol=1e-4)
+    assert r["ours"][-1] < r["ours"][0]
+    assert r["export_diff"] < 1e-4  # the export traced XLA's convolution (jax.export refuses custom calls)
+
+
+def test_pdx_onednn_0_turns_it_off(tmp_path):
+    code = ("import pdx, jax.numpy as jnp, pdx.nn.functional as F; "
+            "print(pdx.kernels.onednn_unavailable_reason()); "
+            "print(F.conv2d(jnp.ones((1, 2, 5, 5)), jnp.ones((3, 2, 3, 3))).shape)")
+    env = {**os.environ, "XLA_FLAGS": "", "PDX_ONEDNN": "0"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-2:] == ["disabled by PDX_ONEDNN=0", "(1, 3, 3, 3)"]
