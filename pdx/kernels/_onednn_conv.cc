@@ -151,10 +151,10 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
   stream.wait();
 }
 
-// The images of a call split into parts that XLA's own threads run, each part on one
-// thread. oneDNN's OpenMP team would compete with XLA's threads for the same cores;
-// claiming parts from a counter also lets the calling thread do every part itself when
-// the pool is busy, so a call never waits on work that has not started.
+// Runs fn(0) .. fn(count - 1) on XLA's own threads, each part single-threaded: oneDNN's
+// OpenMP team would compete with XLA's threads for the same cores. Parts are claimed from
+// a counter, so the calling thread does every part itself when the pool is busy and a
+// call never waits on work that has not started.
 struct Parts {
   int64_t count;
   std::function<void(int64_t)> run;
@@ -179,6 +179,46 @@ struct Parts {
     }
   }
 };
+
+void ParallelFor(ffi::ThreadPool& pool, int64_t count, std::function<void(int64_t)> fn) {
+  auto parts = std::make_shared<Parts>();
+  parts->count = count;
+  parts->run = std::move(fn);
+  for (int64_t i = 1; i < count; ++i) pool.Schedule([parts] { parts->Work(); });
+  parts->Work();
+  std::unique_lock<std::mutex> lock(parts->mutex);
+  parts->finished.wait(lock, [&] { return parts->done.load() == parts->count; });
+  if (!parts->error.empty()) throw std::runtime_error(parts->error);
+}
+
+// Copies a weight between Paddle's [out, in, kh, kw] layout and a oneDNN one, split
+// over whole blocks of output channels.
+void ReorderWeights(ffi::ThreadPool& pool, const memory::desc& from_md, void* from, const memory::desc& to_md,
+                    void* to) {
+  auto& engine = Engine();
+  const memory::desc& blocked = from_md.get_format_kind() == memory::format_kind::blocked &&
+                                from_md.get_inner_nblks() ? from_md : to_md;
+  int64_t block = 1;
+  auto blocks = blocked.get_inner_blks();
+  auto idxs = blocked.get_inner_idxs();
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (idxs[i] == 0) block *= blocks[i];
+  }
+  const memory::dims dims = from_md.get_dims();
+  const int64_t blocks_out = (dims[0] + block - 1) / block;
+  const int64_t count = std::max<int64_t>(1, std::min<int64_t>(pool.num_threads(), blocks_out));
+  ParallelFor(pool, count, [&](int64_t i) {
+    const int64_t b0 = blocks_out * i / count, b1 = blocks_out * (i + 1) / count;
+    const int64_t o0 = b0 * block, o1 = std::min<int64_t>(b1 * block, dims[0]);
+    memory::dims part = dims, offsets(dims.size(), 0);
+    part[0] = o1 - o0, offsets[0] = o0;
+    dnnl::stream stream(engine);
+    memory src(count == 1 ? from_md : from_md.submemory_desc(part, offsets), engine, from);
+    memory dst(count == 1 ? to_md : to_md.submemory_desc(part, offsets), engine, to);
+    dnnl::reorder(src, dst).execute(stream, src, dst);
+    stream.wait();
+  });
+}
 
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi) {
@@ -222,8 +262,6 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
       geometry[i].src[0] = geometry[i].dst[0] = n;
     }
     const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
-    auto& engine = Engine();
-    dnnl::stream stream(engine);
     memory::desc plain_weights(g.weights, g.type, memory::format_tag::oihw);
     const bool reorder = plan.weights != plain_weights;
     const size_t packed_size = plan.weights.get_size();
@@ -244,15 +282,9 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
       weights[i] = gradient || reorder ? packed.data.get() + i * packed_size : pb;
     }
     if (gradient && count == 1 && !reorder) weights[0] = po;
-    if (!gradient && reorder) {
-      memory user(plain_weights, engine, pb), packed_weights(plan.weights, engine, weights[0]);
-      dnnl::reorder(user, packed_weights).execute(stream, user, packed_weights);
-      stream.wait();
-    }
+    if (!gradient && reorder) ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
 
-    auto parts = std::make_shared<Parts>();
-    parts->count = count;
-    parts->run = [&](int64_t i) {
+    ParallelFor(pool, count, [&](int64_t i) {
       const size_t n0 = first[i];
       switch (direction) {
         case Direction::kForward:
@@ -265,31 +297,21 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
           RunPart(geometry[i], pa + n0 * src_image, pb + n0 * dst_image, nullptr, weights[i]);
           break;
       }
-    };
-    for (int64_t i = 1; i < count; ++i) pool.Schedule([parts] { parts->Work(); });
-    parts->Work();
-    {
-      std::unique_lock<std::mutex> lock(parts->mutex);
-      parts->finished.wait(lock, [&] { return parts->done.load() == count; });
-      if (!parts->error.empty()) throw std::runtime_error(parts->error);
-    }
+    });
 
     if (gradient) {
       if (count > 1) {  // sum the partial gradients into the first (same layout, padding included)
-        const int64_t elements = packed_size / width;
-        if (g.type == memory::data_type::f32) {
-          auto* sum = reinterpret_cast<float*>(weights[0]);
+        const int64_t elements = packed_size / width;  // float32: bfloat16 gradients are not split
+        auto* sum = reinterpret_cast<float*>(weights[0]);
+        ParallelFor(pool, count, [&](int64_t chunk) {
+          const int64_t e0 = elements * chunk / count, e1 = elements * (chunk + 1) / count;
           for (int64_t i = 1; i < count; ++i) {
-            auto* part = reinterpret_cast<const float*>(weights[i]);
-            for (int64_t e = 0; e < elements; ++e) sum[e] += part[e];
+            const auto* part = reinterpret_cast<const float*>(weights[i]);
+            for (int64_t e = e0; e < e1; ++e) sum[e] += part[e];
           }
-        }
+        });
       }
-      if (weights[0] != po) {
-        memory from(plan.weights, engine, weights[0]), user(plain_weights, engine, po);
-        dnnl::reorder(from, user).execute(stream, from, user);
-        stream.wait();
-      }
+      if (weights[0] != po) ReorderWeights(pool, plan.weights, weights[0], plain_weights, po);
     }
   } catch (const std::exception& e) {
     return ffi::Error::Internal(std::string("pdx oneDNN convolution: ") + e.what());
