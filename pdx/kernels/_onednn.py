@@ -82,6 +82,30 @@ def _cache_dir() -> Path:
     return Path(root) / "onednn"
 
 
+# Paddle ships its own libdnnl.so.3 (another oneDNN version), and the dynamic loader
+# shares one library per soname: the handlers link a private copy whose soname is
+# renamed (same length, in place), so either can load first and each keeps its own.
+_PRIVATE_SONAME = b"libpdxdnn.so"
+_SONAME = b"libdnnl.so.3"
+
+
+def _private_onednn(lib: Path, where: Path) -> Path:
+    """A copy of oneDNN's library under a soname no other package uses."""
+    out = where / _PRIVATE_SONAME.decode()  # the name the loader looks for (rpath = where)
+    if out.is_file():
+        return out
+    data = bytearray(lib.read_bytes())
+    at = data.find(_SONAME + b"\0")
+    if at < 0 or data.find(_SONAME + b"\0", at + 1) >= 0:
+        raise OSError(f"{lib}: expected its soname {_SONAME.decode()!r} exactly once")
+    data[at:at + len(_SONAME)] = _PRIVATE_SONAME
+    fd, tmp = tempfile.mkstemp(dir=where)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, out)
+    return out
+
+
 def _build() -> Path | str:
     """Compile the handlers (once per source/version), returning the library or a reason."""
     found = _find_onednn()
@@ -94,21 +118,24 @@ def _build() -> Path | str:
     source = _SOURCE.read_bytes()
     key = hashlib.sha256(b"\0".join([source, jax.__version__.encode(), str(lib.resolve()).encode(),
                                      str(lib.stat().st_size).encode(), compiler.encode()])).hexdigest()[:16]
-    out = _cache_dir() / f"pdx_onednn_conv_{key}.so"
+    where = _cache_dir() / key
+    out = where / "pdx_onednn_conv.so"
     if out.is_file():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=out.parent)
+    where.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=where)
     os.close(fd)
-    cmd = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-w", f"-I{jax.ffi.include_dir()}", f"-I{include}",
-           str(_SOURCE), "-o", tmp, f"-L{lib.parent}", "-l:libdnnl.so.3", f"-Wl,-rpath,{lib.parent}"]
     try:
+        private = _private_onednn(lib, where)
+        cmd = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-w", f"-I{jax.ffi.include_dir()}",
+               f"-I{include}", str(_SOURCE), "-o", tmp, str(private),
+               f"-Wl,-rpath,{where}"]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if done.returncode:
             return f"compiling {_SOURCE.name} failed: {done.stderr.strip()[-2000:]}"
         os.replace(tmp, out)  # atomic: concurrent builders each write their own temp file
     except (OSError, subprocess.SubprocessError) as e:
-        return f"compiling {_SOURCE.name} failed: {e}"
+        return f"building {_SOURCE.name} failed: {e}"
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -132,7 +159,8 @@ def _register() -> str | None:
     if isinstance(built, str):
         return built
     try:
-        lib = ctypes.CDLL(str(built))
+        # Its own scope first: never bind to another package's oneDNN symbols.
+        lib = ctypes.CDLL(str(built), mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
         for name, symbol in _TARGETS.items():
             jax.ffi.register_ffi_target(f"pdx_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)),
                                         platform="cpu")

@@ -42,12 +42,13 @@ enum class Direction { kForward, kBackwardData, kBackwardWeights };
 
 struct Geometry {
   Direction direction;
+  int threads;  // OpenMP threads the primitive runs with: 1 for a part, all for an unsplit call
   memory::data_type type;
   memory::dims src, weights, dst;  // logical {N,C,H,W}, {O,I,KH,KW}, {N,O,OH,OW}
   memory::dims strides, dilation, padding_lo, padding_hi;  // dilation in oneDNN's sense (0 = dense)
 
   auto key() const {
-    return std::tie(direction, type, src, weights, dst, strides, dilation, padding_lo, padding_hi);
+    return std::tie(direction, threads, type, src, weights, dst, strides, dilation, padding_lo, padding_hi);
   }
   bool operator<(const Geometry& other) const { return key() < other.key(); }
 };
@@ -71,6 +72,7 @@ dnnl::primitive_attr Attributes() {
 }
 
 Plan MakePlan(const Geometry& g) {
+  omp_set_num_threads(g.threads);  // oneDNN picks its blocking for the threads it will run on
   auto& engine = Engine();
   memory::desc src(g.src, g.type, memory::format_tag::nhwc);
   memory::desc dst(g.dst, g.type, memory::format_tag::nhwc);
@@ -118,10 +120,11 @@ struct Bytes {
 
 size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
 
-// Runs one direction over the images [n0, n0 + g.src[0]) of the call, single-threaded.
+// Runs one direction over the images [n0, n0 + g.src[0]) of the call on g.threads threads.
 // `weights` is the weight in the plan's layout (forward / backward-data), or where the
 // backward-weights partial sum goes.
 void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out, uint8_t* weights) {
+  omp_set_num_threads(g.threads);
   const Plan& plan = CachedPlan(g);
   auto& engine = Engine();
   dnnl::stream stream(engine);
@@ -249,11 +252,13 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.padding_lo = {padding_lo[0], padding_lo[1]};
   g.padding_hi = {padding_hi[0], padding_hi[1]};
   try {
-    omp_set_num_threads(1);
     const int64_t images = g.src[0];
     // bfloat16 weight gradients are not split: their partial sums would round.
     const bool split = !(direction == Direction::kBackwardWeights && g.type == memory::data_type::bf16);
-    const int64_t count = split ? std::max<int64_t>(1, std::min<int64_t>(pool.num_threads(), images)) : 1;
+    const int64_t threads = std::max<int64_t>(1, pool.num_threads());
+    const int64_t count = split ? std::min<int64_t>(threads, images) : 1;
+    // A call that cannot be split (batch 1, bfloat16 weight gradients) runs on OpenMP threads.
+    g.threads = count == 1 ? threads : 1;
     std::vector<Geometry> geometry(count, g);
     std::vector<int64_t> first(count);
     for (int64_t i = 0, n0 = 0; i < count; ++i) {

@@ -149,3 +149,41 @@ def test_pdx_onednn_0_turns_it_off(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-2:] == ["disabled by PDX_ONEDNN=0", "(1, 3, 3, 3)"]
+
+
+_WITH_PADDLE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    first, second = sys.argv[1:]
+
+    def ours(x, w):
+        import jax.numpy as jnp
+        from pdx import kernels as K
+        assert K.onednn_unavailable_reason() is None, K.onednn_unavailable_reason()
+        out = K.conv2d_nhwc(jnp.asarray(x.transpose(0, 2, 3, 1)), jnp.asarray(w), strides=(1, 1),
+                            padding=((1, 1), (1, 1)), dilation=(1, 1), impl="onednn")
+        return np.asarray(out).transpose(0, 3, 1, 2)
+
+    def paddles(x, w):
+        import paddle
+        paddle.set_device("cpu")
+        return paddle.nn.functional.conv2d(paddle.to_tensor(x), paddle.to_tensor(w), padding=1).numpy()
+
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((2, 3, 9, 9)).astype("float32"), rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    run = {"pdx": ours, "paddle": paddles}
+    a = run[first](x, w)
+    b = run[second](x, w)
+    print(float(np.abs(a - b).max()))
+""")
+
+
+@pytest.mark.parametrize("first", ["pdx", "paddle"])
+def test_onednn_and_paddles_own_onednn_load_in_either_order(first, tmp_path):
+    # Paddle bundles another oneDNN under the same soname; pdx links a renamed private copy.
+    second = "paddle" if first == "pdx" else "pdx"
+    env = {**os.environ, "XLA_FLAGS": ""}
+    done = subprocess.run([sys.executable, "-c", _WITH_PADDLE, first, second], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert float(done.stdout.strip().splitlines()[-1]) < 1e-4
