@@ -32,8 +32,11 @@ from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
 from pdx.kernels._onednn import CONV2D_NHWC
+from pdx.kernels._onednn import MATMUL
 from pdx.kernels._onednn import conv2d_nhwc
 from pdx.kernels._onednn import conv2d_nhwc_reference
+from pdx.kernels._onednn import matmul
+from pdx.kernels._onednn import matmul_reference
 from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
 from pdx.kernels._norms import NORM_MAX_FEATURES
 from pdx.kernels._norms import RMS_NORM
@@ -46,7 +49,8 @@ from pdx.kernels._norms import rms_norm_with_rstd
 
 # Every op's registry, by name.
 OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
-                                                     LINEAR_SOFTMAX_CROSS_ENTROPY, RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
+                                                     LINEAR_SOFTMAX_CROSS_ENTROPY, MATMUL, RMS_NORM,
+                                                     SOFTMAX_CROSS_ENTROPY)})
 del types
 
 __all__ = [
@@ -65,6 +69,8 @@ __all__ = [
     "flash_attention_reference",
     "flash_attention_unfit",
     "get_impl",
+    "matmul",
+    "matmul_reference",
     "onednn_unavailable_reason",
     "layer_norm",
     "layer_norm_reference",

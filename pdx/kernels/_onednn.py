@@ -47,11 +47,12 @@ from jax.interpreters import ad, batching, mlir
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
-__all__ = ["CONV2D_NHWC", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "unavailable_reason"]
+__all__ = ["CONV2D_NHWC", "MATMUL", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "matmul",
+           "matmul_reference", "unavailable_reason"]
 
-_SOURCE = Path(__file__).with_name("_onednn_conv.cc")
-_TARGETS = {"forward": "PdxConvForward", "backward_data": "PdxConvBackwardData",
-            "backward_weights": "PdxConvBackwardWeights"}
+_SOURCE = Path(__file__).with_name("_onednn.cc")
+_TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
+            "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_matmul": "PdxMatmul"}
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 
@@ -119,7 +120,7 @@ def _build() -> Path | str:
     key = hashlib.sha256(b"\0".join([source, jax.__version__.encode(), str(lib.resolve()).encode(),
                                      str(lib.stat().st_size).encode(), compiler.encode()])).hexdigest()[:16]
     where = _cache_dir() / key
-    out = where / "pdx_onednn_conv.so"
+    out = where / "pdx_onednn.so"
     if out.is_file():
         return out
     where.mkdir(parents=True, exist_ok=True)
@@ -162,7 +163,7 @@ def _register() -> str | None:
         # Its own scope first: never bind to another package's oneDNN symbols.
         lib = ctypes.CDLL(str(built), mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
         for name, symbol in _TARGETS.items():
-            jax.ffi.register_ffi_target(f"pdx_onednn_conv_{name}", jax.ffi.pycapsule(getattr(lib, symbol)),
+            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
                                         platform="cpu")
     except (OSError, AttributeError) as e:
         return f"loading {built} failed: {e}"
@@ -325,3 +326,83 @@ def conv2d_nhwc(x, w, *, strides, padding, dilation, impl: Impl = "auto"):
     geometry = {"strides": tuple(int(s) for s in strides), "dilation": tuple(int(d) for d in dilation),
                 "padding": tuple((int(lo), int(hi)) for lo, hi in padding)}
     return CONV2D_NHWC(impl, x, w, **geometry)
+
+
+# ---------------------------------------------------------------------------- matmul
+
+def matmul_reference(a, b, *, transpose_a=False, transpose_b=False):
+    """What `matmul` computes: op(a) @ op(b) for 2-D a and b, op a transpose where asked."""
+    return jnp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+
+
+def _matmul_shape(a, b, *, transpose_a, transpose_b):
+    return (a.shape[1] if transpose_a else a.shape[0], b.shape[0] if transpose_b else b.shape[1])
+
+
+_matmul_p = Primitive("pdx_onednn_matmul")
+_matmul_p.def_impl(lambda a, b, **params: jax.jit(functools.partial(_matmul_p.bind, **params))(a, b))
+_matmul_p.def_abstract_eval(lambda a, b, **p: jax.core.ShapedArray(_matmul_shape(a, b, **p), a.dtype))
+
+
+def _lower_matmul(ctx, a, b, *, transpose_a, transpose_b):
+    (out,) = ctx.avals_out
+    call = jax.ffi.ffi_call("pdx_onednn_matmul", jax.ShapeDtypeStruct(out.shape, out.dtype))
+    return mlir.lower_fun(lambda a, b: call(a, b, transpose_a=np.int64(transpose_a),
+                                            transpose_b=np.int64(transpose_b)), multiple_results=False)(ctx, a, b)
+
+
+mlir.register_lowering(_matmul_p, _lower_matmul, platform="cpu")
+mlir.register_lowering(_matmul_p, mlir.lower_fun(matmul_reference, multiple_results=False))
+batching.primitive_batchers[_matmul_p] = lambda args, dims, **p: (
+    jax.vmap(functools.partial(matmul_reference, **p), in_axes=dims)(*args), 0)
+
+
+def _mm(a, b, ta, tb):
+    return _matmul_p.bind(a, b, transpose_a=bool(ta), transpose_b=bool(tb))
+
+
+def _matmul_ct_a(ct, a, b, *, transpose_a, transpose_b):  # c = A @ B: dA = ct @ B^T, a = A or A^T
+    return _mm(b, ct, transpose_b, True) if transpose_a else _mm(ct, b, False, not transpose_b)
+
+
+def _matmul_ct_b(ct, a, b, *, transpose_a, transpose_b):  # dB = A^T @ ct, b = B or B^T
+    return _mm(ct, a, True, transpose_a) if transpose_b else _mm(a, ct, not transpose_a, False)
+
+
+ad.defbilinear(_matmul_p, _matmul_ct_a, _matmul_ct_b)
+
+
+def _onednn_matmul(a, b, *, transpose_a, transpose_b):
+    reason = _load()
+    if reason is not None:
+        raise Unsupported(f"oneDNN matmuls are unavailable: {reason}", "use impl='auto' or impl='xla'")
+    if not _matmul_fits(a, b, transpose_a, transpose_b):
+        raise Unsupported(f"oneDNN matmuls take 2-D float32/bfloat16 a and b of one dtype that agree on the "
+                          f"contracted size; got a {a.dtype}{tuple(a.shape)}, b {b.dtype}{tuple(b.shape)}")
+    return _mm(a, b, transpose_a, transpose_b)
+
+
+def _matmul_fits(a, b, transpose_a, transpose_b) -> bool:
+    return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in (jnp.float32, jnp.bfloat16)
+            and all(isinstance(d, int) and d > 0 for d in (*a.shape, *b.shape))
+            and a.shape[0 if transpose_a else 1] == b.shape[1 if transpose_b else 0])
+
+
+def _prefer_onednn_matmul(a, b, *, transpose_a, transpose_b) -> bool:
+    return (native_kernels() and jax.device_count() == 1 and _matmul_fits(a, b, transpose_a, transpose_b)
+            and available())
+
+
+MATMUL = Op("matmul", {"onednn": _onednn_matmul, "xla": matmul_reference}, prefer_if={"onednn": _prefer_onednn_matmul})
+
+
+def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, impl: Impl = "auto"):
+    """op(a) @ op(b) for 2-D a and b (op: a transpose where asked); oneDNN on CPU.
+
+    "auto" runs oneDNN on a single CPU device for float32/bfloat16 operands and
+    XLA's dot otherwise (and in exports). All differentiation modes and vmap work.
+
+    >>> matmul(jnp.ones((4, 3)), jnp.ones((5, 3)), transpose_b=True).shape
+    (4, 5)
+    """
+    return MATMUL(impl, a, b, transpose_a=bool(transpose_a), transpose_b=bool(transpose_b))

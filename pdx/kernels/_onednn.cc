@@ -1,6 +1,7 @@
-// 2-D convolutions on oneDNN, called from XLA:CPU as typed FFI custom calls.
+// 2-D convolutions and matmuls on oneDNN, called from XLA:CPU as typed FFI custom calls.
 //
-// Three handlers, one per direction of a convolution with channels-last
+// PdxMatmul(a, b) -> op(a) @ op(b), op a transpose where the attributes ask.
+// For convolutions, three handlers, one per direction of a convolution with channels-last
 // activations and the weight in Paddle's [out, in, kh, kw] layout:
 //
 //   PdxConvForward(x [N,H,W,C], w [O,C,KH,KW])         -> y  [N,OH,OW,O]
@@ -112,11 +113,26 @@ const Plan& CachedPlan(const Geometry& g) {
 memory::dims Nchw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[3], d[1], d[2]}; }
 memory::dims Oihw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[1], d[2], d[3]}; }
 
-// Uninitialized bytes (a std::vector would zero them on every call).
-struct Bytes {
-  explicit Bytes(size_t n) : data(n ? new uint8_t[n] : nullptr) {}
-  std::unique_ptr<uint8_t[]> data;
-};
+// Per-thread working memory that grows and is kept: a fresh allocation per call would
+// fault its pages in again every call (XLA's threads allocate from arenas that give
+// freed memory back to the system). kScratch is a primitive's scratchpad; kWeights the
+// weight copies a call shares with its parts (the calling thread waits for them).
+enum Slot { kScratch, kWeights, kSlots };
+
+uint8_t* ThreadBuffer(Slot slot, size_t n) {
+  struct Buffer {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffers[kSlots];
+  Buffer& b = buffers[slot];
+  if (n > b.size) {
+    b.data.reset(new uint8_t[n + 64]);
+    b.size = n;
+  }
+  return b.data ? reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b.data.get()) + 63) & ~uintptr_t{63})
+                : nullptr;
+}
 
 size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
 
@@ -130,8 +146,7 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
   dnnl::stream stream(engine);
   memory::desc src_md(g.src, g.type, memory::format_tag::nhwc);
   memory::desc dst_md(g.dst, g.type, memory::format_tag::nhwc);
-  Bytes scratch(plan.scratchpad.get_size());
-  memory scratchpad(plan.scratchpad, engine, scratch.data.get());
+  memory scratchpad(plan.scratchpad, engine, ThreadBuffer(kScratch, plan.scratchpad.get_size()));
   memory w(plan.weights, engine, weights);
   void* pa = const_cast<uint8_t*>(a);
   void* pb = const_cast<uint8_t*>(b);
@@ -281,10 +296,10 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     // weight gradient per part, summed at the end.
     const bool gradient = direction == Direction::kBackwardWeights;
     const int64_t copies = gradient ? count : 1;
-    Bytes packed(gradient || reorder ? packed_size * copies : 0);
+    uint8_t* packed = ThreadBuffer(kWeights, gradient || reorder ? packed_size * copies : 0);
     std::vector<uint8_t*> weights(copies);
     for (int64_t i = 0; i < copies; ++i) {
-      weights[i] = gradient || reorder ? packed.data.get() + i * packed_size : pb;
+      weights[i] = gradient || reorder ? packed + i * packed_size : pb;
     }
     if (gradient && count == 1 && !reorder) weights[0] = po;
     if (!gradient && reorder) ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
@@ -324,6 +339,90 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   return ffi::Error::Success();
 }
 
+// ---------------------------------------------------------------------------- matmul
+
+// c [M, N] = op(a) @ op(b), op = transpose where asked; a and b row-major as stored.
+struct MatmulGeometry {
+  int threads;
+  memory::data_type type;
+  int64_t rows, rows_total, k, n;  // this part's rows of c, all rows, the contracted and column sizes
+  bool ta, tb;
+
+  auto key() const { return std::tie(threads, type, rows, rows_total, k, n, ta, tb); }
+  bool operator<(const MatmulGeometry& other) const { return key() < other.key(); }
+
+  memory::desc A() const {  // op(a)'s rows [rows, k]: a is [rows_total, k], or [k, rows_total] when ta
+    return ta ? memory::desc({rows, k}, type, memory::dims{1, rows_total})
+              : memory::desc({rows, k}, type, memory::dims{k, 1});
+  }
+  memory::desc B() const {  // op(b) [k, n]: b is [k, n], or [n, k] when tb
+    return tb ? memory::desc({k, n}, type, memory::dims{1, k}) : memory::desc({k, n}, type, memory::dims{n, 1});
+  }
+  memory::desc C() const { return memory::desc({rows, n}, type, memory::dims{n, 1}); }
+};
+
+struct MatmulPlan {
+  dnnl::matmul primitive;
+  memory::desc scratchpad;
+};
+
+const MatmulPlan& CachedMatmul(const MatmulGeometry& g) {
+  static std::mutex mutex;
+  static std::map<MatmulGeometry, std::unique_ptr<MatmulPlan>> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = plans[g];
+  if (!slot) {
+    omp_set_num_threads(g.threads);
+    auto pd = dnnl::matmul::primitive_desc(Engine(), g.A(), g.B(), g.C(), Attributes());
+    slot = std::make_unique<MatmulPlan>(MatmulPlan{dnnl::matmul(pd), pd.scratchpad_desc()});
+  }
+  return *slot;
+}
+
+ffi::Error Matmul(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> c,
+                  int64_t transpose_a, int64_t transpose_b) {
+  if (a.element_type() != b.element_type() || a.element_type() != c->element_type() ||
+      (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
+    return ffi::Error::InvalidArgument("pdx oneDNN matmul: operands must all be float32 or bfloat16");
+  }
+  if (a.dimensions().size() != 2 || b.dimensions().size() != 2 || c->dimensions().size() != 2) {
+    return ffi::Error::InvalidArgument("pdx oneDNN matmul: 2-D operands expected");
+  }
+  MatmulGeometry g;
+  g.type = a.element_type() == ffi::DataType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  g.ta = transpose_a != 0, g.tb = transpose_b != 0;
+  g.rows_total = c->dimensions()[0], g.n = c->dimensions()[1];
+  g.k = g.ta ? a.dimensions()[0] : a.dimensions()[1];
+  const int64_t width = ByteWidth(g.type);
+  try {
+    // Rows of c split over XLA's threads, at least 16 rows each.
+    const int64_t threads = std::max<int64_t>(1, pool.num_threads());
+    const int64_t count = std::max<int64_t>(1, std::min<int64_t>(threads, g.rows_total / 16));
+    auto* pa = static_cast<uint8_t*>(a.untyped_data());
+    auto* pb = static_cast<uint8_t*>(b.untyped_data());
+    auto* pc = static_cast<uint8_t*>(c->untyped_data());
+    ParallelFor(pool, count, [&](int64_t i) {
+      const int64_t r0 = g.rows_total * i / count, r1 = g.rows_total * (i + 1) / count;
+      MatmulGeometry part = g;
+      part.rows = r1 - r0;
+      part.threads = count == 1 ? threads : 1;
+      omp_set_num_threads(part.threads);
+      const MatmulPlan& plan = CachedMatmul(part);
+      auto& engine = Engine();
+      dnnl::stream stream(engine);
+      void* a_rows = pa + (g.ta ? r0 : r0 * g.k) * width;
+      plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(part.A(), engine, a_rows)},
+                                      {DNNL_ARG_WEIGHTS, memory(part.B(), engine, pb)},
+                                      {DNNL_ARG_DST, memory(part.C(), engine, pc + r0 * g.n * width)},
+                                      {DNNL_ARG_SCRATCHPAD, memory(plan.scratchpad, engine, ThreadBuffer(kScratch, plan.scratchpad.get_size()))}});
+      stream.wait();
+    });
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("pdx oneDNN matmul: ") + e.what());
+  }
+  return ffi::Error::Success();
+}
+
 ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y, Span strides,
                    Span dilation, Span padding_lo, Span padding_hi) {
   return Run(pool, Direction::kForward, x, w, y, strides, dilation, padding_lo, padding_hi);
@@ -356,3 +455,11 @@ auto Binding() {
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvForward, Forward, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardData, BackwardData, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardWeights, BackwardWeights, Binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("transpose_a")
+                                  .Attr<int64_t>("transpose_b"));

@@ -1,4 +1,4 @@
-"""oneDNN convolutions (pdx/kernels/_onednn.py) against lax's, in every differentiation mode.
+"""oneDNN convolutions and matmuls (pdx/kernels/_onednn.py) against lax's, in every differentiation mode.
 
 The handlers are compiled on first use; this machine kind (x86-64 Linux with
 g++ and the oneDNN wheels that `pip install` brings) must build them.
@@ -66,6 +66,30 @@ def test_onednn_convolution_matches_lax_in_every_mode(rng):
         _close(jax.vmap(lambda x: ours(x, w))(xs), jax.vmap(lambda x: ref(x, w))(xs), f"vmap {g}")
 
 
+def test_onednn_matmul_matches_jnp_for_every_transpose(rng):
+    for ta in (False, True):
+        for tb in (False, True):
+            for m, k, n in ((7, 37, 5), (100, 24, 33)):  # 100 rows split over XLA's threads
+                a = jnp.asarray(rng.standard_normal((k, m) if ta else (m, k)), jnp.float32)
+                b = jnp.asarray(rng.standard_normal((n, k) if tb else (k, n)), jnp.float32)
+                ours = lambda a, b: K.matmul(a, b, transpose_a=ta, transpose_b=tb, impl="onednn")  # noqa: E731
+                ref = lambda a, b: (a.T if ta else a) @ (b.T if tb else b)  # noqa: E731
+                what = f"ta={ta} tb={tb} {(m, k, n)}"
+                assert "pdx_onednn_matmul" in jax.jit(ours).lower(a, b).as_text()
+                _close(ours(a, b), ref(a, b), what)
+                loss = lambda f: lambda a, b: jnp.sum(jnp.sin(f(a, b)))  # noqa: E731
+                for x, y in zip(jax.grad(loss(ours), (0, 1))(a, b), jax.grad(loss(ref), (0, 1))(a, b)):
+                    _close(x, y, "grad " + what)
+                hvp = lambda f: jax.jvp(jax.grad(loss(f), (0, 1)), (a, b), (0.3 * a, -0.2 * b))[1]  # noqa: E731
+                for x, y in zip(hvp(ours), hvp(ref)):
+                    _close(x, y, "hvp " + what)
+                _close(jax.vmap(lambda a: ours(a, b))(jnp.stack([a, 2 * a])),
+                       jax.vmap(lambda a: ref(a, b))(jnp.stack([a, 2 * a])), "vmap " + what)
+    bf = K.matmul(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16), transpose_a=ta, transpose_b=tb, impl="onednn")
+    assert bf.dtype == jnp.bfloat16
+    np.testing.assert_allclose(bf.astype(jnp.float32), (a.T if ta else a) @ (b.T if tb else b), rtol=3e-2, atol=0.3)
+
+
 def test_onednn_bfloat16_within_its_rounding(rng):
     x, w, geo = _operands(GEOMETRIES[0], rng, jnp.bfloat16)
     ref = K.conv2d_nhwc_reference(x.astype(jnp.float32), w.astype(jnp.float32), **geo)
@@ -117,12 +141,13 @@ _SINGLE_DEVICE = textwrap.dedent("""
     _, _, xla = losses("xla")
     w = jnp.ones((4, 3, 3, 3))
     hlo = jax.jit(lambda x: F.conv2d(x, w, padding=1)).lower(jnp.ones((2, 3, 8, 8))).as_text()
+    hlo += jax.jit(lambda x: F.linear(x, jnp.ones((8, 5)))).lower(jnp.ones((2, 3, 8))).as_text()
     model.eval()
     path = pdx.export.export(model, tempfile.mkdtemp() + "/net", [pdx.jit.InputSpec([None, 3, 8, 8])])
     pred = pdx.export.load(path)
     served = np.asarray(pred(np.asarray(x)))
     print(json.dumps({"devices": jax.device_count(), "ours": ours, "xla": xla,
-                      "custom_call": "pdx_onednn_conv_forward" in hlo,
+                      "custom_call": "pdx_onednn_conv_forward" in hlo and "pdx_onednn_matmul" in hlo,
                       "export_diff": float(np.abs(served - np.asarray(model(x))).max())}))
 """)
 
