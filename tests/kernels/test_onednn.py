@@ -212,3 +212,50 @@ def test_onednn_and_paddles_own_onednn_load_in_either_order(first, tmp_path):
                           text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert float(done.stdout.strip().splitlines()[-1]) < 1e-4
+
+
+_AGAINST_PADDLE = textwrap.dedent("""
+    import json
+    import numpy as np
+    import jax, jax.numpy as jnp
+    import paddle
+    import pdx, pdx.nn.functional as F
+    paddle.set_device("cpu")
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    cases = [dict(stride=2, padding=1), dict(stride=1, padding=[1, 2], dilation=2), dict(stride=[2, 1], padding=0)]
+    for kw in cases:
+        x = rng.standard_normal((3, 4, 11, 9)).astype("float32")
+        w = rng.standard_normal((6, 4, 3, 3)).astype("float32")
+        b = rng.standard_normal((6,)).astype("float32")
+        for fmt in ("NCHW", "NHWC"):
+            xin = x if fmt == "NCHW" else x.transpose(0, 2, 3, 1)
+            ours = F.conv2d(jnp.asarray(xin), jnp.asarray(w), jnp.asarray(b), data_format=fmt, **kw)
+            lowered = jax.jit(lambda x: F.conv2d(x, jnp.asarray(w), data_format=fmt, **kw)).lower(jnp.asarray(xin))
+            assert "pdx_onednn_conv_forward" in lowered.as_text(), (kw, fmt)
+            px, pw = paddle.to_tensor(xin, stop_gradient=False), paddle.to_tensor(w, stop_gradient=False)
+            ref = paddle.nn.functional.conv2d(px, pw, paddle.to_tensor(b), data_format=fmt, **kw)
+            worst = max(worst, float(np.abs(np.asarray(ours) - ref.numpy()).max()))
+            (ref ** 2).sum().backward()
+            gx, gw = jax.grad(lambda x, w: (F.conv2d(x, w, jnp.asarray(b), data_format=fmt, **kw) ** 2).sum(),
+                              (0, 1))(jnp.asarray(xin), jnp.asarray(w))
+            scale = float(np.abs(pw.grad.numpy()).max())
+            worst = max(worst, float(np.abs(np.asarray(gx) - px.grad.numpy()).max()),
+                        float(np.abs(np.asarray(gw) - pw.grad.numpy()).max()) / max(scale, 1.0))
+    x = rng.standard_normal((2, 5, 16)).astype("float32")
+    w = rng.standard_normal((16, 7)).astype("float32")
+    ours = F.linear(jnp.asarray(x), jnp.asarray(w))
+    worst = max(worst, float(np.abs(np.asarray(ours) - paddle.nn.functional.linear(
+        paddle.to_tensor(x), paddle.to_tensor(w)).numpy()).max()))
+    print(json.dumps({"devices": jax.device_count(), "worst": worst}))
+""")
+
+
+def test_on_a_single_device_conv2d_and_linear_match_paddle(tmp_path):
+    env = {**os.environ, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run([sys.executable, "-c", _AGAINST_PADDLE], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert r["devices"] == 1 and r["worst"] < 1e-3, r
