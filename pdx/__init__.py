@@ -11,9 +11,11 @@ and the top-level names defined in one (`pdx.Model`, `pdx.save`, ...) load on
 first use, so `pdx.vision.models.resnet18()` works right after `import pdx`.
 """
 
+from pdx import _malloc_defaults
 from pdx import _xla_defaults
 
 _xla_defaults.apply()  # CPU flags, before JAX starts its backends (see pdx/_xla_defaults.py)
+_malloc_defaults.apply()  # steps reuse their pages instead of faulting them in (pdx/_malloc_defaults.py)
 
 import importlib as _importlib
 import sys as _sys
