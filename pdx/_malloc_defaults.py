@@ -13,7 +13,9 @@ GPT-mini 190 -> 162 ms (0.85x) on a 2-core Xeon (benchmarks/RESULTS.md,
 
 The cost: memory the process freed (up to `TRIM_BYTES` at the top of the
 heap) is not returned to the system, large allocations come from the heap,
-and threads share one arena. `PDX_MALLOC_DEFAULTS=0` leaves malloc as it is;
+and threads share one arena, which slows libraries that allocate from many
+threads at once (PyTorch's bf16 CPU kernels in the same process: GPT-mini
+102 -> 159 ms). `PDX_MALLOC_DEFAULTS=0` leaves malloc as it is;
 other C libraries (musl) and other systems are left alone.
 
 Example:
