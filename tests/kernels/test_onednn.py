@@ -4,6 +4,7 @@ The handlers are compiled on first use; this machine kind (x86-64 Linux with
 g++ and the oneDNN wheels that `pip install` brings) must build them.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -152,13 +153,17 @@ _SINGLE_DEVICE = textwrap.dedent("""
 """)
 
 
-def test_a_single_device_trains_on_onednn_like_on_xla_and_still_exports(tmp_path):
+def _on_one_device(code, cwd) -> dict:
+    """Run `code` in a process with one CPU device (the test suite has 8); its last line, parsed."""
     env = {**os.environ, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-c", _SINGLE_DEVICE], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=cwd)
     assert done.returncode == 0, done.stderr[-3000:]
-    import json
-    r = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_single_device_trains_on_onednn_like_on_xla_and_still_exports(tmp_path):
+    r = _on_one_device(_SINGLE_DEVICE, tmp_path)
     assert r["devices"] == 1 and r["custom_call"]
     np.testing.assert_allclose(r["ours"], r["xla"], rtol=1e-4)
     assert r["ours"][-1] < r["ours"][0]
@@ -252,10 +257,5 @@ _AGAINST_PADDLE = textwrap.dedent("""
 
 
 def test_on_a_single_device_conv2d_and_linear_match_paddle(tmp_path):
-    env = {**os.environ, "XLA_FLAGS": "", "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, "-c", _AGAINST_PADDLE], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    import json
-    r = json.loads(done.stdout.strip().splitlines()[-1])
+    r = _on_one_device(_AGAINST_PADDLE, tmp_path)
     assert r["devices"] == 1 and r["worst"] < 1e-3, r
