@@ -5,10 +5,11 @@
   Program rewrites that work on convolutions, such as folding an eval-mode
   BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
   `convolutions_kept()` to see them as convolutions.
-- Native CPU kernels (oneDNN convolutions, pdx/kernels/_onednn.py) are XLA
-  custom calls that only this process can run; exports trace under
-  `portable()`, where `native_kernels()` is False and every op lowers to
-  plain StableHLO.
+- Native CPU kernels (oneDNN convolutions and matmuls, pdx/kernels/_onednn.py)
+  are XLA custom calls that only a process with pdx's kernels can run; exports
+  trace their portable program under `portable()`, where `native_kernels()`
+  is False and every op lowers to plain StableHLO, and their CPU program under
+  `native()`.
 - `materialized(v)` keeps XLA:CPU from fusing the ops that produce a
   convolution's input, weight or output gradient into the layout changes its
   backward needs (see its docstring).
@@ -29,10 +30,10 @@ import contextvars
 import jax
 import jax.numpy as jnp
 
-__all__ = ["convolutions_kept", "materialized", "native_kernels", "pointwise_as_matmul", "portable"]
+__all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "pointwise_as_matmul", "portable"]
 
 _POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
-_NATIVE_KERNELS = contextvars.ContextVar("pdx_native_kernels", default=True)
+_NATIVE_KERNELS = contextvars.ContextVar("pdx_native_kernels", default="single-device")  # | "never" | "always"
 
 
 def pointwise_as_matmul() -> bool:
@@ -51,8 +52,14 @@ def convolutions_kept():
 
 
 def native_kernels() -> bool:
-    """Whether ops traced now may call kernels compiled into this process (custom calls)."""
-    return _NATIVE_KERNELS.get()
+    """Whether ops traced now may call kernels compiled into this process (custom calls).
+
+    By default only in a process with one device: a custom call is opaque to
+    XLA's SPMD partitioner, which would gather a sharded batch onto every
+    device. `portable()` turns them off, `native()` on regardless.
+    """
+    mode = _NATIVE_KERNELS.get()
+    return mode == "always" or (mode == "single-device" and jax.device_count() == 1)
 
 
 @contextlib.contextmanager
@@ -63,7 +70,22 @@ def portable():
     ...     native_kernels()
     False
     """
-    token = _NATIVE_KERNELS.set(False)
+    token = _NATIVE_KERNELS.set("never")
+    try:
+        yield
+    finally:
+        _NATIVE_KERNELS.reset(token)
+
+
+@contextlib.contextmanager
+def native():
+    """Trace with the native kernels wherever they fit inside the block (an export's CPU program).
+
+    >>> with native():
+    ...     native_kernels()
+    True
+    """
+    token = _NATIVE_KERNELS.set("always")
     try:
         yield
     finally:

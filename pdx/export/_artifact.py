@@ -3,6 +3,8 @@
     ARTIFACT/
       manifest.json          inputs, outputs, parameters, targets, versions, sha256 of every file
       program.jaxexport      serialized `jax.export.Exported` (StableHLO + calling convention)
+      program_onednn.jaxexport  optional: the same program for CPUs whose convolutions and matmuls
+                             call pdx's oneDNN kernels (custom calls), used where they are available
       params.safetensors     parameters and buffers, by state_dict name (kept apart from the program)
       <target>.vmfb          one IREE module per IREE target (a function per batch bucket)
 
@@ -35,12 +37,13 @@ from pdx._safefile import load_json, read_file
 from pdx.export._iree import IREE_TARGETS
 from pdx.jit import InputSpec
 
-__all__ = ["ArtifactError", "FORMAT", "MANIFEST", "PARAMS", "PROGRAM", "check_manifest", "load_params",
+__all__ = ["ArtifactError", "FORMAT", "MANIFEST", "ONEDNN_PROGRAM", "PARAMS", "PROGRAM", "check_manifest", "load_params",
            "read_artifact", "read_manifest", "save_params", "spec_from_json", "spec_to_json", "write_artifact"]
 
 FORMAT = "pdx.export/1"
 MANIFEST = "manifest.json"
 PROGRAM = "program.jaxexport"
+ONEDNN_PROGRAM = "program_onednn.jaxexport"
 PARAMS = "params.safetensors"
 _CHECKSUM_KEY = "manifest_sha256"
 MAX_MANIFEST_BYTES = 64 << 20  # a manifest lists parameters by name: ~150 bytes each
@@ -263,6 +266,9 @@ def check_manifest(manifest: dict, where: str) -> None:
              f"targets[{name!r}].file",
              info.get("file") if isinstance(info, dict) else info)
         if name == "xla":
+            native = info.get("onednn_file")
+            need(native is None or native == ONEDNN_PROGRAM and native in files, "targets['xla'].onednn_file",
+                 native)
             continue
         need(name in IREE_TARGETS, "targets (name)", name)
         dims, shapes = info.get("dims"), info.get("input_shapes")

@@ -29,6 +29,7 @@ import numpy as np
 from jax import export as jax_export
 
 from pdx import _lowering
+from pdx import kernels as K
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS
@@ -154,6 +155,12 @@ def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str
     specs = [_as_spec(s, i, names[i] if i < len(names) else f"input_{i}") for i, s in enumerate(input_spec)]
     if len({s.name for s in specs}) != len(specs):
         raise ValueError(f"export: input names must be unique; got {[s.name for s in specs]}")
+    exported = jax_export.export(jax.jit(traced.program), platforms=tuple(platforms))(*_arguments(traced, specs))
+    return traced, specs, exported
+
+
+def _arguments(traced, specs) -> tuple:
+    """The program's abstract arguments: (params tuple, *inputs), `None` dims symbolic."""
     scope = jax_export.SymbolicScope()
     structs = []
     for s in specs:
@@ -161,8 +168,18 @@ def export_program(layer_or_fn, input_spec: Sequence, *, platforms: Sequence[str
         shape = jax_export.symbolic_shape(dims, scope=scope) if dims else ()
         structs.append(jax.ShapeDtypeStruct(shape, s.dtype))
     param_structs = tuple(jax.ShapeDtypeStruct(v.get_value().shape, v.get_value().dtype) for _, v, _ in traced.params)
-    exported = jax_export.export(jax.jit(traced.program), platforms=tuple(platforms))(param_structs, *structs)
-    return traced, specs, exported
+    return (param_structs, *structs)
+
+
+def _onednn_program(traced, specs):
+    """The program traced with pdx's oneDNN kernels for CPUs, or None (none fit, or unavailable here)."""
+    if K.onednn_unavailable_reason() is not None:
+        return None
+    allowed = [jax_export.DisabledSafetyCheck.custom_call(t) for t in K.ONEDNN_TARGETS]
+    with _lowering.native():
+        native = jax_export.export(jax.jit(traced.program), platforms=("cpu",),
+                                   disabled_checks=allowed)(*_arguments(traced, specs))
+    return native if any(t in native.mlir_module() for t in K.ONEDNN_TARGETS) else None
 
 
 def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("xla",), *,
@@ -171,7 +188,7 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
            iree_batch_split: bool = False, iree_batch_sizes: Sequence[int] | None = None,
            iree_flags: Sequence[str] | None = None, iree_params: str = "auto", iree_conv: str = "auto",
            iree_precision: str = "float32", iree_fold_batchnorm: bool = False,
-           differentiable: bool = True) -> pathlib.Path:
+           differentiable: bool = True, onednn: bool = True) -> pathlib.Path:
     """Export a Layer or function to a StableHLO artifact directory.
 
     Args:
@@ -235,6 +252,11 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
         unfolded. The XLA program and params.safetensors are never changed.
       differentiable: also serialize the backward pass, so `pdx.jit.load`
         can fine-tune the parameters.
+      onednn: where pdx's oneDNN kernels are available (x86-64 Linux), also
+        write the program with its 2-D convolutions and matmuls as calls to
+        them (`program_onednn.jaxexport`, forward only): `load(...,
+        runtime="xla")` runs it where the kernels are available, the portable
+        program elsewhere. Written only for a program that has such ops.
 
     Returns:
       The artifact directory as a `pathlib.Path`.
@@ -271,6 +293,10 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     files = {_artifact.PROGRAM: bytes(exported.serialize(vjp_order=1 if differentiable else 0)),
              _artifact.PARAMS: _artifact.save_params(params)}
     manifest_targets = {"xla": {"file": _artifact.PROGRAM, "platforms": list(exported.platforms)}}
+    native = _onednn_program(traced, specs) if onednn and "cpu" in platforms else None
+    if native is not None:
+        files[_artifact.ONEDNN_PROGRAM] = bytes(native.serialize())
+        manifest_targets["xla"]["onednn_file"] = _artifact.ONEDNN_PROGRAM
     iree = [t for t in targets if t != "xla"]
     if iree:
         options = IreeOptions(dims=iree_dims, batch_split=iree_batch_split and _batch_leading(specs, exported),

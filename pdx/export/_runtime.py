@@ -1,7 +1,8 @@
 """`pdx.export.load`: open a verified artifact and run it on XLA or IREE.
 
     read_artifact (manifest + sha256 of every file)  ->  Artifact
-    Artifact -> Predictor(runtime="xla")   jax.export.deserialize, one jitted call
+    Artifact -> Predictor(runtime="xla")   jax.export.deserialize, one jitted call (the oneDNN
+                                           program where pdx's kernels run here, else the portable one)
              -> Predictor(runtime="iree")  the host .vmfb in the IREE runtime
              -> TranslatedLayer            (pdx.jit.load, see _translated.py)
 
@@ -14,6 +15,7 @@ import jax
 import numpy as np
 from jax import export as jax_export
 
+from pdx import kernels as K
 from pdx.export import _artifact
 from pdx.export._artifact import ArtifactError
 from pdx.export._iree import IREE_TARGETS, IreeModule, function_name, plan_batches
@@ -58,13 +60,13 @@ class Artifact:
                                     f"{meta['dtype']}{meta['shape']}; re-export the model")
         self.params = [params[meta["name"]] for meta in self.param_meta]
 
-    def exported(self) -> jax_export.Exported:
-        """Deserialize the StableHLO program (its bytes were verified on open)."""
+    def exported(self, program: str = _artifact.PROGRAM) -> jax_export.Exported:
+        """Deserialize a StableHLO program (its bytes were verified on open)."""
         try:
-            exported = jax_export.deserialize(bytearray(self.files[_artifact.PROGRAM]))
+            exported = jax_export.deserialize(bytearray(self.files[program]))
         except Exception as e:  # noqa: BLE001 - a verified file from another jax version
             versions = self.manifest.get("versions", {})
-            raise ArtifactError(f"{self.path}/{_artifact.PROGRAM} could not be deserialized by jax "
+            raise ArtifactError(f"{self.path}/{program} could not be deserialized by jax "
                                 f"{jax.__version__} (exported with jax {versions.get('jax')}): {e}; "
                                 "re-export the model with the installed jax") from None
         # The program's arguments are (params, *inputs): they must be what the manifest says.
@@ -73,7 +75,7 @@ class Artifact:
         got = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[:len(self.params)]]
         got += [(len(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[len(self.params):]]
         if got != want:
-            raise ArtifactError(f"{self.path}/{_artifact.PROGRAM} takes arguments {got} but the manifest "
+            raise ArtifactError(f"{self.path}/{program} takes arguments {got} but the manifest "
                                 f"describes {want}; re-export the model")
         return exported
 
@@ -86,6 +88,8 @@ class Predictor:
       input_specs: tuple of `pdx.jit.InputSpec` (None marks a dynamic dim).
       output_names: tuple of output names.
       runtime: "xla" or "iree".
+      program: for runtime "xla", "onednn" (the artifact's CPU program on pdx's
+        oneDNN kernels, where they are available) or "portable".
 
       manifest: the artifact's manifest dict.
 
@@ -106,11 +110,15 @@ class Predictor:
         self._sig = artifact.signature
         self._fn_name = f"{self.name} ({runtime})"
         if runtime == "xla":
-            exported = artifact.exported()
+            # The CPU program on pdx's oneDNN kernels where they run here, else the portable one.
+            native = artifact.targets["xla"].get("onednn_file")
+            self.program = "onednn" if native and K.onednn_unavailable_reason() is None else "portable"
+            exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
             call = jax.jit(exported.call)
             self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]
             return
+        self.program = None
         target = target or "iree-llvm-cpu"
         if target not in artifact.targets:
             raise ValueError(f"load: the artifact has no {target!r} target (it has {sorted(artifact.targets)}); "

@@ -33,6 +33,7 @@ from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
 from pdx.kernels._onednn import CONV2D_NHWC
 from pdx.kernels._onednn import MATMUL
+from pdx.kernels._onednn import TARGETS as ONEDNN_TARGETS
 from pdx.kernels._onednn import conv2d_nhwc
 from pdx.kernels._onednn import conv2d_nhwc_reference
 from pdx.kernels._onednn import matmul
@@ -57,6 +58,7 @@ __all__ = [
     "AUTO_ORDER",
     "IMPLS",
     "NORM_MAX_FEATURES",
+    "ONEDNN_TARGETS",
     "OPS",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",

@@ -47,12 +47,13 @@ from jax.interpreters import ad, batching, mlir
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
-__all__ = ["CONV2D_NHWC", "MATMUL", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "matmul",
+__all__ = ["CONV2D_NHWC", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "matmul",
            "matmul_reference", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("_onednn.cc")
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_matmul": "PdxMatmul"}
+TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 
@@ -288,17 +289,19 @@ def _onednn(x, w, *, strides, padding, dilation):
     return _forward(x, w, strides=strides, padding=padding, dilation=dilation)
 
 
+def _sized(*dims) -> bool:
+    return all(isinstance(d, int) and d > 0 for d in dims)
+
+
 def fits(x, w, padding) -> bool:
-    """Whether oneDNN's convolution takes these operands (shapes, dtypes, padding)."""
+    """Whether oneDNN's convolution takes these operands (shapes, dtypes, padding); the batch may be symbolic."""
     return (x.ndim == 4 and w.ndim == 4 and x.dtype == w.dtype and x.dtype in (jnp.float32, jnp.bfloat16)
             and x.shape[-1] == w.shape[1] and all(isinstance(p, int) and p >= 0 for pair in padding for p in pair)
-            and all(isinstance(d, int) for d in (*x.shape, *w.shape)))
+            and _sized(*x.shape[1:], *w.shape) and (_sized(x.shape[0]) or jax.export.is_symbolic_dim(x.shape[0])))
 
 
 def _prefer_onednn(x, w, *, strides, padding, dilation) -> bool:
-    # One device: an XLA custom call is opaque to the SPMD partitioner, which would
-    # gather a sharded batch onto every device; there XLA's convolution runs instead.
-    return (native_kernels() and jax.device_count() == 1 and fits(x, w, padding) and available())
+    return native_kernels() and fits(x, w, padding) and available()
 
 
 CONV2D_NHWC = Op("conv2d_nhwc", {"onednn": _onednn, "xla": conv2d_nhwc_reference},
@@ -308,9 +311,9 @@ CONV2D_NHWC = Op("conv2d_nhwc", {"onednn": _onednn, "xla": conv2d_nhwc_reference
 def conv2d_nhwc(x, w, *, strides, padding, dilation, impl: Impl = "auto"):
     """2-D convolution, x [N, H, W, C] and w [out, C, kh, kw] -> [N, OH, OW, out]; oneDNN on CPU.
 
-    "auto" runs oneDNN on a single CPU device when the operands fit (float32 or
-    bfloat16, one group) and XLA's convolution otherwise; exports always trace
-    XLA's. Reverse mode, forward mode, higher derivatives and vmap all work.
+    "auto" runs oneDNN where `pdx._lowering.native_kernels()` (a single CPU
+    device, or inside `native()`) when the operands fit (float32 or bfloat16,
+    one group) and XLA's convolution otherwise (and in portable exports). Reverse mode, forward mode, higher derivatives and vmap all work.
 
     Args:
       x: channels-last input.
@@ -383,14 +386,16 @@ def _onednn_matmul(a, b, *, transpose_a, transpose_b):
 
 
 def _matmul_fits(a, b, transpose_a, transpose_b) -> bool:
+    # a's rows (the flattened batch of a Linear) may be symbolic; b, a weight, is sized.
+    rows = a.shape[1 if transpose_a else 0]
     return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in (jnp.float32, jnp.bfloat16)
-            and all(isinstance(d, int) and d > 0 for d in (*a.shape, *b.shape))
+            and _sized(a.shape[0 if transpose_a else 1], *b.shape)
+            and (_sized(rows) or jax.export.is_symbolic_dim(rows))
             and a.shape[0 if transpose_a else 1] == b.shape[1 if transpose_b else 0])
 
 
 def _prefer_onednn_matmul(a, b, *, transpose_a, transpose_b) -> bool:
-    return (native_kernels() and jax.device_count() == 1 and _matmul_fits(a, b, transpose_a, transpose_b)
-            and available())
+    return native_kernels() and _matmul_fits(a, b, transpose_a, transpose_b) and available()
 
 
 MATMUL = Op("matmul", {"onednn": _onednn_matmul, "xla": matmul_reference}, prefer_if={"onednn": _prefer_onednn_matmul})

@@ -259,3 +259,30 @@ _AGAINST_PADDLE = textwrap.dedent("""
 def test_on_a_single_device_conv2d_and_linear_match_paddle(tmp_path):
     r = _on_one_device(_AGAINST_PADDLE, tmp_path)
     assert r["devices"] == 1 and r["worst"] < 1e-3, r
+
+
+def test_an_artifact_carries_a_onednn_program_equal_to_its_portable_one(tmp_path, rng):
+    import pdx
+    from safetensors.numpy import load_file
+
+    pdx.seed(0)
+    net = pdx.nn.Sequential(pdx.nn.Conv2D(3, 8, 3, stride=2, padding=1, data_format="NHWC"), pdx.nn.ReLU(),
+                            pdx.nn.Flatten(), pdx.nn.Linear(8 * 4 * 4, 5))
+    net.eval()
+    path = pdx.export.export(net, tmp_path / "net", [pdx.jit.InputSpec([None, 8, 8, 3])])
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["targets"]["xla"]["onednn_file"] == "program_onednn.jaxexport"
+    native = (path / "program_onednn.jaxexport").read_bytes()
+    portable = jax.export.deserialize(bytearray((path / "program.jaxexport").read_bytes()))
+    assert b"pdx_onednn_conv_forward" in native and b"pdx_onednn_matmul" in native
+    assert "pdx_onednn" not in portable.mlir_module()
+    pred = pdx.export.load(path)
+    assert pred.program == "onednn"
+    params = load_file(str(path / "params.safetensors"))
+    params = tuple(jnp.asarray(params[p["name"]]) for p in manifest["params"])
+    for batch in (1, 5):  # one artifact, any batch (the batch stays symbolic in both programs)
+        x = rng.standard_normal((batch, 8, 8, 3)).astype("float32")
+        _close(pred(x), portable.call(params, jnp.asarray(x)), f"batch {batch}")
+    plain = pdx.export.export(net, tmp_path / "plain", [pdx.jit.InputSpec([None, 8, 8, 3])], onednn=False)
+    assert "onednn_file" not in json.loads((plain / "manifest.json").read_text())["targets"]["xla"]
+    assert pdx.export.load(plain).program == "portable"
