@@ -9,7 +9,8 @@
 //   PdxConvBackwardWeights(x [N,H,W,C], dy [N,OH,OW,O]) -> dw [O,C,KH,KW]
 //
 // Attributes (int64 arrays of length 2): strides, dilation (1 = dense),
-// padding_lo, padding_hi. float32 or bfloat16, all operands the same type.
+// padding_lo, padding_hi; and groups (the weight is [out, in / groups, kh, kw]).
+// float32 or bfloat16, all operands the same type.
 // Activations stay channels-last; the weight is reordered to (and the weight
 // gradient from) the layout the chosen oneDNN kernel wants, once per call.
 // Primitives are built once per geometry and cached; scratchpads are per call,
@@ -112,6 +113,11 @@ const Plan& CachedPlan(const Geometry& g) {
 
 memory::dims Nchw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[3], d[1], d[2]}; }
 memory::dims Oihw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[1], d[2], d[3]}; }
+
+// Paddle's weight layout, grouped or not.
+memory::format_tag PlainWeights(const Geometry& g) {
+  return g.weights.size() == 5 ? memory::format_tag::goihw : memory::format_tag::oihw;
+}
 
 // Per-thread working memory that grows and is kept: a fresh allocation per call would
 // fault its pages in again every call (XLA's threads allocate from arenas that give
@@ -239,7 +245,8 @@ void ReorderWeights(ffi::ThreadPool& pool, const memory::desc& from_md, void* fr
 }
 
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
-               ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi) {
+               ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
+               int64_t groups) {
   if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
       (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
@@ -266,6 +273,12 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.dilation = {dilation[0] - 1, dilation[1] - 1};
   g.padding_lo = {padding_lo[0], padding_lo[1]};
   g.padding_hi = {padding_hi[0], padding_hi[1]};
+  if (groups < 1 || g.weights[0] % groups) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: groups must divide the output channels");
+  }
+  if (groups > 1) {  // [out, in / groups, kh, kw] viewed as [groups, out / groups, in / groups, kh, kw]
+    g.weights = {groups, g.weights[0] / groups, g.weights[1], g.weights[2], g.weights[3]};
+  }
   try {
     const int64_t images = g.src[0];
     // bfloat16 weight gradients are not split: their partial sums would round.
@@ -282,7 +295,7 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
       geometry[i].src[0] = geometry[i].dst[0] = n;
     }
     const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
-    memory::desc plain_weights(g.weights, g.type, memory::format_tag::oihw);
+    memory::desc plain_weights(g.weights, g.type, PlainWeights(g));
     const bool reorder = plan.weights != plain_weights;
     const size_t packed_size = plan.weights.get_size();
     const size_t width = ByteWidth(g.type);
@@ -424,18 +437,18 @@ ffi::Error Matmul(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi:
 }
 
 ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y, Span strides,
-                   Span dilation, Span padding_lo, Span padding_hi) {
-  return Run(pool, Direction::kForward, x, w, y, strides, dilation, padding_lo, padding_hi);
+                   Span dilation, Span padding_lo, Span padding_hi, int64_t groups) {
+  return Run(pool, Direction::kForward, x, w, y, strides, dilation, padding_lo, padding_hi, groups);
 }
 
 ffi::Error BackwardData(ffi::ThreadPool pool, ffi::AnyBuffer dy, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> dx, Span strides,
-                        Span dilation, Span padding_lo, Span padding_hi) {
-  return Run(pool, Direction::kBackwardData, dy, w, dx, strides, dilation, padding_lo, padding_hi);
+                        Span dilation, Span padding_lo, Span padding_hi, int64_t groups) {
+  return Run(pool, Direction::kBackwardData, dy, w, dx, strides, dilation, padding_lo, padding_hi, groups);
 }
 
 ffi::Error BackwardWeights(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer dy, ffi::Result<ffi::AnyBuffer> dw, Span strides,
-                           Span dilation, Span padding_lo, Span padding_hi) {
-  return Run(pool, Direction::kBackwardWeights, x, dy, dw, strides, dilation, padding_lo, padding_hi);
+                           Span dilation, Span padding_lo, Span padding_hi, int64_t groups) {
+  return Run(pool, Direction::kBackwardWeights, x, dy, dw, strides, dilation, padding_lo, padding_hi, groups);
 }
 
 auto Binding() {
@@ -447,7 +460,8 @@ auto Binding() {
       .Attr<Span>("strides")
       .Attr<Span>("dilation")
       .Attr<Span>("padding_lo")
-      .Attr<Span>("padding_hi");
+      .Attr<Span>("padding_hi")
+      .Attr<int64_t>("groups");
 }
 
 }  // namespace

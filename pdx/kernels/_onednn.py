@@ -16,7 +16,7 @@ puts oneDNN's convolutions into compiled pdx programs as XLA FFI custom calls:
    the pure-JAX references (`conv2d_nhwc_reference` and its derivatives).
 
 Layouts: activations channels-last ([N, H, W, C]), the weight as Paddle
-stores it ([out, in, kh, kw]); float32 and bfloat16; one group.
+stores it ([out, in / groups, kh, kw]); float32 and bfloat16; any groups.
 
 Example:
   >>> x, w = jnp.ones((1, 8, 8, 3)), jnp.ones((4, 3, 3, 3))
@@ -188,10 +188,10 @@ def available() -> bool:
 
 # ---------------------------------------------------------------------------- references
 
-def conv2d_nhwc_reference(x, w, *, strides, padding, dilation):
-    """What `conv2d_nhwc` computes, in plain `lax`: channels-last x, [out, in, kh, kw] w."""
+def conv2d_nhwc_reference(x, w, *, strides, padding, dilation, groups=1):
+    """What `conv2d_nhwc` computes, in plain `lax`: channels-last x, [out, in / groups, kh, kw] w."""
     return jax.lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dilation,
-                                        dimension_numbers=("NHWC", "OIHW", "NHWC"))
+                                        dimension_numbers=("NHWC", "OIHW", "NHWC"), feature_group_count=groups)
 
 
 def _backward_data_reference(dy, w, *, input_shape, **geometry):
@@ -207,14 +207,14 @@ def _backward_weights_reference(x, dy, *, weight_shape, **geometry):
 # ---------------------------------------------------------------------------- primitives
 
 def _geometry(params):
-    return {k: params[k] for k in ("strides", "padding", "dilation")}
+    return {k: params[k] for k in ("strides", "padding", "dilation", "groups")}
 
 
 def _out_size(size, k, s, d, lo, hi):
     return (size + lo + hi - (d * (k - 1) + 1)) // s + 1
 
 
-def _forward_shape(x_shape, w_shape, strides, padding, dilation):
+def _forward_shape(x_shape, w_shape, strides, padding, dilation, groups):
     n, h, wd, _ = x_shape
     o, _, kh, kw = w_shape
     return (n, *(_out_size(size, k, s, d, lo, hi) for size, k, s, d, (lo, hi)
@@ -227,12 +227,12 @@ def _primitive(name, shape_of, reference):
     p.def_abstract_eval(lambda a, b, **params: jax.core.ShapedArray(shape_of(a, b, **params), a.dtype))
     target = f"pdx_onednn_conv_{name}"
 
-    def lower_cpu(ctx, a, b, *, strides, padding, dilation, **_):
+    def lower_cpu(ctx, a, b, *, strides, padding, dilation, groups, **_):
         (out,) = ctx.avals_out
         call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out.shape, out.dtype))
         attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
                  "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
-                 "padding_hi": np.asarray([hi for _, hi in padding], np.int64)}
+                 "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups)}
         return mlir.lower_fun(lambda a, b: call(a, b, **attrs), multiple_results=False)(ctx, a, b)
 
     mlir.register_lowering(p, lower_cpu, platform="cpu")
@@ -278,48 +278,50 @@ ad.defbilinear(_backward_weights_p,
                lambda ct, x, dy, **p: _forward(x, ct, **_geometry(p)))
 
 
-def _onednn(x, w, *, strides, padding, dilation):
+def _onednn(x, w, *, strides, padding, dilation, groups):
     reason = _load()
     if reason is not None:
         raise Unsupported(f"oneDNN convolutions are unavailable: {reason}", "use impl='auto' or impl='xla'")
-    if not fits(x, w, padding):
-        raise Unsupported(f"oneDNN convolutions take float32/bfloat16 x [N, H, W, C] and w [out, C, kh, kw] of "
+    if not fits(x, w, padding, groups):
+        raise Unsupported(f"oneDNN convolutions take float32/bfloat16 x [N, H, W, C] and w [out, C / groups, kh, kw] of "
                           f"one dtype with non-negative padding; got x {x.dtype}{tuple(x.shape)}, "
                           f"w {w.dtype}{tuple(w.shape)}, padding {padding}")
-    return _forward(x, w, strides=strides, padding=padding, dilation=dilation)
+    return _forward(x, w, strides=strides, padding=padding, dilation=dilation, groups=groups)
 
 
 def _sized(*dims) -> bool:
     return all(isinstance(d, int) and d > 0 for d in dims)
 
 
-def fits(x, w, padding) -> bool:
+def fits(x, w, padding, groups=1) -> bool:
     """Whether oneDNN's convolution takes these operands (shapes, dtypes, padding); the batch may be symbolic."""
     return (x.ndim == 4 and w.ndim == 4 and x.dtype == w.dtype and x.dtype in (jnp.float32, jnp.bfloat16)
-            and x.shape[-1] == w.shape[1] and all(isinstance(p, int) and p >= 0 for pair in padding for p in pair)
+            and x.shape[-1] == w.shape[1] * groups and w.shape[0] % groups == 0 and all(isinstance(p, int) and p >= 0 for pair in padding for p in pair)
             and _sized(*x.shape[1:], *w.shape) and (_sized(x.shape[0]) or jax.export.is_symbolic_dim(x.shape[0])))
 
 
-def _prefer_onednn(x, w, *, strides, padding, dilation) -> bool:
-    return native_kernels() and fits(x, w, padding) and available()
+def _prefer_onednn(x, w, *, strides, padding, dilation, groups) -> bool:
+    return native_kernels() and fits(x, w, padding, groups) and available()
 
 
 CONV2D_NHWC = Op("conv2d_nhwc", {"onednn": _onednn, "xla": conv2d_nhwc_reference},
                  prefer_if={"onednn": _prefer_onednn})
 
 
-def conv2d_nhwc(x, w, *, strides, padding, dilation, impl: Impl = "auto"):
-    """2-D convolution, x [N, H, W, C] and w [out, C, kh, kw] -> [N, OH, OW, out]; oneDNN on CPU.
+def conv2d_nhwc(x, w, *, strides, padding, dilation, groups: int = 1, impl: Impl = "auto"):
+    """2-D convolution, x [N, H, W, C] and w [out, C / groups, kh, kw] -> [N, OH, OW, out]; oneDNN on CPU.
 
     "auto" runs oneDNN where `pdx._lowering.native_kernels()` (a single CPU
     device, or inside `native()`) when the operands fit (float32 or bfloat16,
-    one group) and XLA's convolution otherwise (and in portable exports). Reverse mode, forward mode, higher derivatives and vmap all work.
+    any groups, depthwise included) and XLA's convolution otherwise (and in
+    portable exports). Reverse mode, forward mode, higher derivatives and vmap all work.
 
     Args:
       x: channels-last input.
-      w: the weight, same dtype, one group.
+      w: the weight, same dtype.
       strides, dilation: 2 ints each.
       padding: 2 (low, high) pairs of non-negative ints.
+      groups: channel groups (in and out channels divisible by it).
       impl: "auto", "onednn" or "xla" (see the module docstring).
 
     >>> x, w = jnp.ones((2, 5, 5, 2)), jnp.ones((3, 2, 3, 3))
@@ -327,7 +329,7 @@ def conv2d_nhwc(x, w, *, strides, padding, dilation, impl: Impl = "auto"):
     (2, 2, 2, 3)
     """
     geometry = {"strides": tuple(int(s) for s in strides), "dilation": tuple(int(d) for d in dilation),
-                "padding": tuple((int(lo), int(hi)) for lo, hi in padding)}
+                "padding": tuple((int(lo), int(hi)) for lo, hi in padding), "groups": int(groups)}
     return CONV2D_NHWC(impl, x, w, **geometry)
 
 

@@ -17,21 +17,25 @@ import pytest
 
 from pdx import kernels as K
 
-# (N, H, W, C, O, kh, kw, strides, padding, dilation): odd batches split unevenly over
-# XLA's threads, asymmetric padding, dilation, 1x1 and non-square kernels, stride 2.
+# (N, H, W, C, O, kh, kw, strides, padding, dilation, groups): odd batches split unevenly
+# over XLA's threads, asymmetric padding, dilation, 1x1 and non-square kernels, stride 2,
+# grouped and depthwise (with a channel multiplier).
 GEOMETRIES = [
-    (3, 9, 7, 5, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1)),
-    (2, 8, 8, 3, 6, 3, 3, (2, 2), ((1, 0), (1, 0)), (1, 1)),
-    (1, 11, 10, 4, 3, 5, 3, (1, 2), ((2, 2), (0, 1)), (2, 1)),
-    (5, 6, 6, 8, 8, 1, 1, (2, 2), ((0, 0), (0, 0)), (1, 1)),
+    (3, 9, 7, 5, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    (2, 8, 8, 3, 6, 3, 3, (2, 2), ((1, 0), (1, 0)), (1, 1), 1),
+    (1, 11, 10, 4, 3, 5, 3, (1, 2), ((2, 2), (0, 1)), (2, 1), 1),
+    (5, 6, 6, 8, 8, 1, 1, (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+    (3, 7, 7, 6, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
+    (2, 9, 9, 16, 16, 3, 3, (2, 2), ((1, 1), (1, 1)), (1, 1), 16),
+    (3, 6, 6, 4, 8, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 4),
 ]
 
 
 def _operands(g, rng, dtype=jnp.float32):
     n, h, w, c, o, kh, kw, *_ = g
     x = jnp.asarray(rng.standard_normal((n, h, w, c)), dtype)
-    wt = jnp.asarray(rng.standard_normal((o, c, kh, kw)) * 0.3, dtype)
-    return x, wt, {"strides": g[7], "padding": g[8], "dilation": g[9]}
+    wt = jnp.asarray(rng.standard_normal((o, c // g[10], kh, kw)) * 0.3, dtype)
+    return x, wt, {"strides": g[7], "padding": g[8], "dilation": g[9], "groups": g[10]}
 
 
 def _close(a, b, what):
@@ -228,11 +232,12 @@ _AGAINST_PADDLE = textwrap.dedent("""
     paddle.set_device("cpu")
     rng = np.random.default_rng(3)
     worst = 0.0
-    cases = [dict(stride=2, padding=1), dict(stride=1, padding=[1, 2], dilation=2), dict(stride=[2, 1], padding=0)]
+    cases = [dict(stride=2, padding=1), dict(stride=1, padding=[1, 2], dilation=2), dict(stride=[2, 1], padding=0),
+             dict(stride=1, padding=1, groups=2), dict(stride=2, padding=1, groups=4)]
     for kw in cases:
         x = rng.standard_normal((3, 4, 11, 9)).astype("float32")
-        w = rng.standard_normal((6, 4, 3, 3)).astype("float32")
-        b = rng.standard_normal((6,)).astype("float32")
+        w = rng.standard_normal((8, 4 // kw.get("groups", 1), 3, 3)).astype("float32")
+        b = rng.standard_normal((8,)).astype("float32")
         for fmt in ("NCHW", "NHWC"):
             xin = x if fmt == "NCHW" else x.transpose(0, 2, 3, 1)
             ours = F.conv2d(jnp.asarray(xin), jnp.asarray(w), jnp.asarray(b), data_format=fmt, **kw)

@@ -110,21 +110,22 @@ def _conv_xla(x, weight, stride, pads, dilation, groups):
 
 
 def _conv_onednn(x, weight, stride, pads, dilation, groups):
-    return K.conv2d_nhwc(x, weight, strides=stride, padding=pads, dilation=dilation, impl="onednn")
+    return K.conv2d_nhwc(x, weight, strides=stride, padding=pads, dilation=dilation, groups=groups, impl="onednn")
 
 
 def _onednn_fits(x, weight, stride, pads, dilation, groups):
-    return K.OPS["conv2d_nhwc"].prefer_if["onednn"](x, weight, strides=stride, padding=pads, dilation=dilation)
+    return K.OPS["conv2d_nhwc"].prefer_if["onednn"](x, weight, strides=stride, padding=pads, dilation=dilation,
+                                                    groups=groups)
 
 
 _CONV2D = K.Op("conv2d_nhwc", {"onednn": _conv_onednn, "xla": _conv_xla}, prefer_if={"onednn": _onednn_fits})
 
 
 def _convolution(x, weight, stride, pads, dilation, groups):
-    """Convolve channels-last x: on oneDNN where pdx.kernels picks it (2-D, one group,
-    float32/bfloat16, a single CPU device, not exporting; 0.8-0.9x the XLA step in
-    benchmarks/RESULTS.md), else XLA's convolution."""
-    if x.ndim == 4 and groups == 1 and all(is_int(p) for pair in pads for p in pair):
+    """Convolve channels-last x: on oneDNN where pdx.kernels picks it (2-D, float32/bfloat16,
+    a single CPU device, not exporting; 0.88x the XLA step in benchmarks/RESULTS.md),
+    else XLA's convolution."""
+    if x.ndim == 4 and all(is_int(p) for pair in pads for p in pair):
         pads = tuple((int(lo), int(hi)) for lo, hi in pads)
         return _CONV2D("auto", x, weight, tuple(int(s) for s in stride), pads, tuple(int(d) for d in dilation), groups)
     return _conv_xla(x, weight, stride, pads, dilation, groups)
