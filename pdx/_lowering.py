@@ -30,10 +30,17 @@ import contextvars
 import jax
 import jax.numpy as jnp
 
-__all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "pointwise_as_matmul", "portable"]
+__all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "pointwise_as_matmul", "portable",
+           "trace_key"]
 
 _POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
 _NATIVE_KERNELS = contextvars.ContextVar("pdx_native_kernels", default="single-device")  # | "never" | "always"
+
+
+def trace_key() -> tuple:
+    """The switches in effect now: a cache of traced programs keys on it (pdx.jit does),
+    so an export's portable trace never reuses a program traced with custom calls."""
+    return _POINTWISE_AS_MATMUL.get(), _NATIVE_KERNELS.get()
 
 
 def pointwise_as_matmul() -> bool:

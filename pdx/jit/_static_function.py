@@ -34,7 +34,7 @@ import jax
 from flax import errors as nnx_errors
 from flax import nnx
 
-from pdx import _nnx
+from pdx import _lowering, _nnx
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values, same_leaves
 from pdx.jit import _dy2static
 from pdx.jit._dy2static import _runtime as _dy2static_runtime
@@ -253,11 +253,12 @@ class StaticFunction:
     # -- the call path (kept lean: this is per-step overhead) ---------------------
     def _jitted(self, static) -> Callable:
         """The compiled function `(values, dyn_args, dyn_kwargs) -> (out, updates)` for a static layout."""
-        jitted = self._compiled.get(static)
+        key = (static, _lowering.trace_key())  # an export's portable trace is a program of its own
+        jitted = self._compiled.get(key)
         if jitted is None:
             if len(self._compiled) >= _MAX_LAYOUTS:  # e.g. a Python float argument that changes every call
                 del self._compiled[next(iter(self._compiled))]
-            jitted = self._compiled[static] = jax.jit(functools.partial(self._traced, static), **self._jit_options)
+            jitted = self._compiled[key] = jax.jit(functools.partial(self._traced, static), **self._jit_options)
         return jitted
 
     def _prepare(self, args, kwargs):

@@ -180,6 +180,8 @@ def test_every_truncation_of_real_files_is_refused(real_files, tmp_path):
 
 
 def _mutate(data: bytes, kind: str, pos: int, value: int, size: int) -> bytes:
+    if not data and kind in ("flip", "set"):  # nothing to change in an empty file (an earlier cut)
+        return data
     pos %= max(len(data), 1)
     if kind == "flip":
         return data[:pos] + bytes([data[pos] ^ (1 << (value % 8))]) + data[pos + 1:]
