@@ -1,19 +1,24 @@
-"""2-D convolutions on oneDNN for XLA:CPU: build, registration and JAX primitives.
+"""2-D convolutions and matmuls on oneDNN for XLA:CPU: build, registration, JAX primitives.
 
-XLA:CPU runs convolutions on Eigen at about half oneDNN's speed on AVX-512
-machines (benchmarks/RESULTS.md); PyTorch and Paddle use oneDNN. This module
-puts oneDNN's convolutions into compiled pdx programs as XLA FFI custom calls:
+XLA:CPU's own convolutions and transposed matmuls run well below oneDNN's
+speed on AVX-512 machines (benchmarks/RESULTS.md); PyTorch and Paddle use
+oneDNN. This module puts oneDNN into compiled pdx programs as XLA FFI custom
+calls:
 
-1. `_onednn_conv.cc` (three FFI handlers: forward, backward-data,
-   backward-weights) is compiled on first use with the C++ compiler, against
-   the headers and library of the `onednn-cpu-gomp` / `onednn-devel-cpu-gomp`
-   wheels, into a cache directory keyed by the source and the versions.
+1. `_onednn.cc` (FFI handlers: convolution forward, backward-data,
+   backward-weights; a matmul with either operand transposed) is compiled on
+   first use with the C++ compiler, against the headers and library of the
+   `onednn-cpu-gomp` / `onednn-devel-cpu-gomp` wheels, into a cache
+   directory keyed by the source and the versions, linked to a private copy
+   of the library (Paddle bundles another oneDNN under the same soname).
    Without a compiler or the wheels (or with `PDX_ONEDNN=0`), `available()`
-   is False and convolutions stay on XLA.
-2. Three JAX primitives wrap the handlers. Each is bilinear in its two
-   operands and transposes into the other two, so reverse mode, forward mode
-   and higher derivatives all stay on oneDNN. vmap and non-CPU lowerings use
-   the pure-JAX references (`conv2d_nhwc_reference` and its derivatives).
+   is False and everything stays on XLA.
+2. A JAX primitive per handler. Each is bilinear in its two operands and
+   transposes into the others, so reverse mode, forward mode and higher
+   derivatives all stay on oneDNN. vmap and non-CPU lowerings use the
+   pure-JAX references (`conv2d_nhwc_reference`, `matmul_reference`).
+3. `CONV2D_NHWC` / `MATMUL`: the dispatch ops ("onednn", "xla"); oneDNN is
+   preferred where `pdx._lowering.native_kernels()` and the operands fit.
 
 Layouts: activations channels-last ([N, H, W, C]), the weight as Paddle
 stores it ([out, in / groups, kh, kw]); float32 and bfloat16; any groups.
