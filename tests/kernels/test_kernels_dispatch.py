@@ -67,7 +67,7 @@ def test_auto_order_per_platform(on):
     assert _dispatch.interpret()
     conv = K.OPS["conv2d_nhwc"]
     x4, w4 = jnp.ones((1, 4, 4, 2)), jnp.ones((3, 2, 3, 3))
-    geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
+    geometry = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1), "groups": 1}
     # oneDNN first on a CPU, but not with several devices (the SPMD partitioner cannot split a custom call)
     assert conv.candidates("auto", x4, w4, **geometry) == ("xla",)  # this test process has 8 devices
     assert conv.candidates("onednn", x4, w4, **geometry) == ("onednn",)
