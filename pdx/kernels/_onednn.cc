@@ -55,9 +55,11 @@ struct Geometry {
   bool operator<(const Geometry& other) const { return key() < other.key(); }
 };
 
+// Process-lifetime objects are never destroyed: at exit, XLA's threads may still be
+// running, and static destructors would tear the engine and primitives from under them.
 dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 // One geometry's primitive and the layouts it wants.
@@ -103,10 +105,10 @@ Plan MakePlan(const Geometry& g) {
 }
 
 const Plan& CachedPlan(const Geometry& g) {
-  static std::mutex mutex;
-  static std::map<Geometry, std::unique_ptr<Plan>> plans;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = plans[g];
+  static auto* mutex = new std::mutex;
+  static auto* plans = new std::map<Geometry, std::unique_ptr<Plan>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& slot = (*plans)[g];
   if (!slot) slot = std::make_unique<Plan>(MakePlan(g));
   return *slot;
 }
@@ -380,10 +382,10 @@ struct MatmulPlan {
 };
 
 const MatmulPlan& CachedMatmul(const MatmulGeometry& g) {
-  static std::mutex mutex;
-  static std::map<MatmulGeometry, std::unique_ptr<MatmulPlan>> plans;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = plans[g];
+  static auto* mutex = new std::mutex;
+  static auto* plans = new std::map<MatmulGeometry, std::unique_ptr<MatmulPlan>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& slot = (*plans)[g];
   if (!slot) {
     omp_set_num_threads(g.threads);
     auto pd = dnnl::matmul::primitive_desc(Engine(), g.A(), g.B(), g.C(), Attributes());
