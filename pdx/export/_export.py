@@ -34,6 +34,7 @@ from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS
 from pdx.export._iree_export import IreeOptions, compile_targets
+from pdx.export._rewrite import rewrite_program
 from pdx.jit import InputSpec
 from pdx.jit import StaticFunction
 from pdx._static_layers import static_layers
@@ -172,13 +173,25 @@ def _arguments(traced, specs) -> tuple:
 
 
 def _onednn_program(traced, specs):
-    """The program traced with pdx's oneDNN kernels for CPUs, or None (none fit, or unavailable here)."""
+    """The program traced with pdx's oneDNN kernels for CPUs, or None (none fit, or unavailable here).
+
+    It takes `(params, weights_token, *inputs)`: convolutions whose weight comes
+    from the parameters keep its oneDNN layout between calls with the same int32
+    token (`pdx.kernels._onednn.kept_conv`; a loaded artifact passes its own, 0
+    keeps nothing).
+    """
     if K.onednn_unavailable_reason() is not None:
         return None
+
+    def program(params, weights_token, *inputs):
+        return rewrite_program(traced.program, conv="native", weights_argnum=0,
+                               weights_token=weights_token)(params, *inputs)
+
+    params, *inputs = _arguments(traced, specs)
     allowed = [jax_export.DisabledSafetyCheck.custom_call(t) for t in K.ONEDNN_TARGETS]
     with _lowering.native():
-        native = jax_export.export(jax.jit(traced.program), platforms=("cpu",),
-                                   disabled_checks=allowed)(*_arguments(traced, specs))
+        native = jax_export.export(jax.jit(program), platforms=("cpu",), disabled_checks=allowed)(
+            params, jax.ShapeDtypeStruct((), np.int32), *inputs)
     return native if any(t in native.mlir_module() for t in K.ONEDNN_TARGETS) else None
 
 

@@ -1,4 +1,5 @@
-"""Inference rewrites of a traced program for IREE: BatchNorm folding, convs as patches + matmul, bf16.
+"""Inference rewrites of a traced program: for IREE BatchNorm folding, convs as patches + matmul,
+bf16; for pdx's oneDNN kernels weights whose layout is kept between calls.
 
 IREE's llvm-cpu backend runs a matmul far better than a direct convolution
 (its own im2col helps regular convolutions but not at every size, see
@@ -19,6 +20,10 @@ pdx lowers to `y * scale + shift`) become the convolution's weights times
 `scale` and a bias (exact up to float rounding; the weight product is a
 constant for IREE when the weights are inlined).
 
+With `weights_token`, each of pdx's oneDNN convolutions whose weight comes
+from the weights and constants only becomes `kept_conv`, which reorders the
+weight into oneDNN's layout on the first call with a token and reuses it.
+
 Everything else is bound as traced; calls (`jit`, custom derivatives) are
 inlined so convolutions inside them are reached. Inference only: the
 rewritten program has no custom derivative rules.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 import jax
@@ -38,6 +44,7 @@ from jax import lax
 from jax.extend import core as jex_core
 
 from pdx import _lowering
+from pdx.kernels import _onednn
 
 __all__ = ["CONV_MODES", "PRECISIONS", "rewrite_program"]
 
@@ -51,7 +58,7 @@ _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_ca
 
 
 def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "float32",
-                    fold_scale: bool = False, weights_argnum: int | None = None) -> Callable:
+                    fold_scale: bool = False, weights_argnum: int | None = None, weights_token=None) -> Callable:
     """`fn` with its convolutions and matmuls rewritten for IREE (see the module docstring).
 
     Args:
@@ -63,6 +70,9 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
         Only values computed from the weights (argument `weights_argnum`)
         and constants count as per-channel constants.
       weights_argnum: the positional argument of `fn` holding the weights.
+      weights_token: an int32 scalar (traced): pdx's oneDNN convolutions whose
+        weight is computed from the weights and constants only keep its oneDNN
+        layout between calls with the same token (`pdx.kernels._onednn.kept_conv`).
 
     Example:
       >>> import jax.numpy as jnp, numpy as np
@@ -75,7 +85,8 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
         raise ValueError(f"rewrite_program: conv={conv!r} must be one of {CONV_MODES}")
     if precision not in PRECISIONS:
         raise ValueError(f"rewrite_program: precision={precision!r} must be one of {PRECISIONS}")
-    options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale)
+    options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale, token=weights_token,
+                       sites=itertools.count(1))
 
     def rewritten(*args):
         # folding works on convolutions: keep 1x1 ones as convolutions (pdx traces them as matmuls)
@@ -93,6 +104,8 @@ class _Options:
     conv: str
     bf16: bool
     fold: bool
+    token: object = None  # the weights token of kept oneDNN convolutions, or None
+    sites: object = None  # numbers their call sites
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,8 +177,10 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
             moving.add(v)
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        # A value that depends on a symbolic dim (the batch size) varies like an input.
         in_dynamic = [not isinstance(v, jex_core.Literal) and v in moving for v in eqn.invars]
-        out_dynamic = [any(in_dynamic)] * len(eqn.outvars)
+        dynamic = any(in_dynamic) or _symbolic(eqn)
+        out_dynamic = [dynamic] * len(eqn.outvars)
         folded = _fold(eqn, [raw(v) for v in eqn.invars], in_dynamic, uses, options)
         if folded is not None:
             outvals = [folded]
@@ -183,6 +198,8 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
             elif name == "conv_general_dilated" and _conv_as_matmul(eqn.params, invals, options.conv):
                 outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
+            elif name == _onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
+                outvals = [_onednn.kept_conv(*invals, options.token, site=next(options.sites), **eqn.params)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
                 lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
                 out = lax.dot_general(lhs, rhs, eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
@@ -193,13 +210,23 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                         out = eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(eqn.params))
                     return out if eqn.primitive.multiple_results else [out]
 
-                outvals = bind(*invals) if any(in_dynamic) else _constant_eval(bind, *invals)
+                outvals = bind(*invals) if dynamic else _constant_eval(bind, *invals)
         for v, value, dyn in zip(eqn.outvars, outvals, out_dynamic):
             env[v] = value
             if dyn:
                 moving.add(v)
     outs = [raw(v) for v in jaxpr.outvars]
     return outs, [not isinstance(v, jex_core.Literal) and v in moving for v in jaxpr.outvars]
+
+
+def _symbolic(eqn) -> bool:
+    """Whether an equation's outputs or parameters hold a symbolic dim."""
+    def has(value):
+        if isinstance(value, (tuple, list)):
+            return any(has(v) for v in value)
+        return jax.export.is_symbolic_dim(value)
+    return any(has(getattr(v.aval, "shape", ())) for v in eqn.outvars) or any(
+        has(v) for v in eqn.params.values())
 
 
 def _fold(eqn, invals, in_dynamic, uses, options: _Options):

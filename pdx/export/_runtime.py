@@ -11,12 +11,15 @@ Both runtimes validate inputs the same way (`_validate.check_arrays`).
 
 from __future__ import annotations
 
+import weakref
+
 import jax
 import numpy as np
 from jax import export as jax_export
 
 from pdx import kernels as K
 from pdx.export import _artifact
+from pdx.kernels import _onednn
 from pdx.export._artifact import ArtifactError
 from pdx.export._iree import IREE_TARGETS, IreeModule, function_name, plan_batches
 from pdx.export._validate import Signature, check_arrays
@@ -69,11 +72,14 @@ class Artifact:
             raise ArtifactError(f"{self.path}/{program} could not be deserialized by jax "
                                 f"{jax.__version__} (exported with jax {versions.get('jax')}): {e}; "
                                 "re-export the model with the installed jax") from None
-        # The program's arguments are (params, *inputs): they must be what the manifest says.
-        want = [(tuple(p.shape), np.dtype(p.dtype)) for p in self.params]
+        # The program's arguments are (params, *inputs), and the CPU program's (params,
+        # weights token, *inputs): they must be what the manifest says.
+        token = [((), np.dtype(np.int32))] if program == _artifact.ONEDNN_PROGRAM else []
+        want = [(tuple(p.shape), np.dtype(p.dtype)) for p in self.params] + token
         want += [(len(s.shape), np.dtype(d)) for s, d in zip(self.input_specs, self.signature.dtypes)]
-        got = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[:len(self.params)]]
-        got += [(len(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[len(self.params):]]
+        fixed = len(self.params) + len(token)
+        got = [(tuple(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[:fixed]]
+        got += [(len(a.shape), np.dtype(a.dtype)) for a in exported.in_avals[fixed:]]
         if got != want:
             raise ArtifactError(f"{self.path}/{program} takes arguments {got} but the manifest "
                                 f"describes {want}; re-export the model")
@@ -116,7 +122,14 @@ class Predictor:
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
             call = jax.jit(exported.call)
-            self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]
+            if self.program == "onednn":
+                # Its convolutions keep their weights' oneDNN layout under this predictor's
+                # token (the parameters never change), freed with the predictor.
+                token = _onednn.new_weights_token()
+                weakref.finalize(self, _onednn.forget_weights, int(token))
+                self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, token, *arrays))]
+            else:
+                self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]
             return
         self.program = None
         target = target or "iree-llvm-cpu"

@@ -7,6 +7,13 @@
 //   PdxConvForward(x [N,H,W,C], w [O,C,KH,KW])         -> y  [N,OH,OW,O]
 //   PdxConvBackwardData(dy [N,OH,OW,O], w [O,C,KH,KW]) -> dx [N,H,W,C]
 //   PdxConvBackwardWeights(x [N,H,W,C], dy [N,OH,OW,O]) -> dw [O,C,KH,KW]
+//   PdxConvInference(x, w, token [int32 scalar])     -> y, with the weight's reorder kept
+//
+// PdxConvInference serves programs whose weights are constant per token (an exported
+// model's parameters, which a loaded artifact passes with a token of its own): the first
+// call reorders each weight into the kernel's layout and keeps it under (token, site), the
+// call site's number in the program; later calls with that token skip the reorder. Token 0
+// keeps nothing. PdxForgetWeights(token) frees a token's weights (the artifact is gone).
 //
 // Attributes (int64 arrays of length 2): strides, dilation (1 = dense),
 // padding_lo, padding_hi; and groups (the weight is [out, in / groups, kh, kw]).
@@ -40,7 +47,7 @@ using Span = ffi::Span<const int64_t>;
 
 namespace {
 
-enum class Direction { kForward, kBackwardData, kBackwardWeights };
+enum class Direction { kForward, kBackwardData, kBackwardWeights, kInference };
 
 struct Geometry {
   Direction direction;
@@ -82,11 +89,14 @@ Plan MakePlan(const Geometry& g) {
   memory::desc dst(g.dst, g.type, memory::format_tag::nhwc);
   memory::desc any_weights(g.weights, g.type, memory::format_tag::any);
   auto attr = Attributes();
+  const auto kind = g.direction == Direction::kInference ? dnnl::prop_kind::forward_inference
+                                                         : dnnl::prop_kind::forward_training;
   auto forward = dnnl::convolution_forward::primitive_desc(
-      engine, dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, any_weights,
+      engine, kind, dnnl::algorithm::convolution_direct, src, any_weights,
       dst, g.strides, g.dilation, g.padding_lo, g.padding_hi, attr);
   switch (g.direction) {
     case Direction::kForward:
+    case Direction::kInference:
       return {dnnl::convolution_forward(forward), forward.weights_desc(), forward.scratchpad_desc()};
     case Direction::kBackwardData: {
       auto pd = dnnl::convolution_backward_data::primitive_desc(
@@ -160,6 +170,7 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
   void* pb = const_cast<uint8_t*>(b);
   switch (g.direction) {
     case Direction::kForward:
+    case Direction::kInference:
       plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(src_md, engine, pa)}, {DNNL_ARG_WEIGHTS, w},
                                       {DNNL_ARG_DST, memory(dst_md, engine, out)}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
       break;
@@ -246,9 +257,47 @@ void ReorderWeights(ffi::ThreadPool& pool, const memory::desc& from_md, void* fr
   });
 }
 
+// Weights reordered once per (token, call site): one copy per layout a kernel asked for
+// (a site's kernels may differ by batch size).
+struct KeptWeights {
+  std::mutex mutex;
+  std::vector<std::pair<memory::desc, std::unique_ptr<uint8_t[]>>> copies;
+};
+
+std::mutex& KeptMutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+
+std::map<std::pair<int64_t, int64_t>, std::unique_ptr<KeptWeights>>& Kept() {
+  static auto* kept = new std::map<std::pair<int64_t, int64_t>, std::unique_ptr<KeptWeights>>;
+  return *kept;
+}
+
+uint8_t* Aligned(uint8_t* p) { return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63}); }
+
+uint8_t* KeptReorder(ffi::ThreadPool& pool, int64_t token, int64_t site, const memory::desc& from_md, void* from,
+                     const memory::desc& to_md) {
+  KeptWeights* entry;
+  {
+    std::lock_guard<std::mutex> lock(KeptMutex());
+    auto& slot = Kept()[{token, site}];
+    if (!slot) slot = std::make_unique<KeptWeights>();
+    entry = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(entry->mutex);
+  for (auto& copy : entry->copies) {
+    if (copy.first == to_md) return Aligned(copy.second.get());
+  }
+  std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
+  ReorderWeights(pool, from_md, from, to_md, Aligned(data.get()));
+  entry->copies.emplace_back(to_md, std::move(data));
+  return Aligned(entry->copies.back().second.get());
+}
+
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-               int64_t groups) {
+               int64_t groups, int64_t token = 0, int64_t site = 0) {
   if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
       (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
@@ -262,6 +311,7 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.type = a.element_type() == ffi::DataType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
   switch (direction) {
     case Direction::kForward:
+    case Direction::kInference:
       g.src = Nchw(a.dimensions()), g.weights = Oihw(b.dimensions()), g.dst = Nchw(out->dimensions());
       break;
     case Direction::kBackwardData:
@@ -317,12 +367,19 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
       weights[i] = gradient || reorder ? packed + i * packed_size : pb;
     }
     if (gradient && count == 1 && !reorder) weights[0] = po;
-    if (!gradient && reorder) ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
+    if (!gradient && reorder) {
+      if (token != 0) {
+        weights[0] = KeptReorder(pool, token, site, plain_weights, pb, plan.weights);
+      } else {
+        ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
+      }
+    }
 
     ParallelFor(pool, count, [&](int64_t i) {
       const size_t n0 = first[i];
       switch (direction) {
         case Direction::kForward:
+        case Direction::kInference:
           RunPart(geometry[i], pa + n0 * src_image, nullptr, po + n0 * dst_image, weights[0]);
           break;
         case Direction::kBackwardData:
@@ -453,6 +510,16 @@ ffi::Error BackwardWeights(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffe
   return Run(pool, Direction::kBackwardWeights, x, dy, dw, strides, dilation, padding_lo, padding_hi, groups);
 }
 
+ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer token,
+                     ffi::Result<ffi::AnyBuffer> y, Span strides, Span dilation, Span padding_lo, Span padding_hi,
+                     int64_t groups, int64_t site) {
+  if (token.element_type() != ffi::DataType::S32 || token.element_count() != 1) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: the weights token must be an int32 scalar");
+  }
+  const int64_t t = *static_cast<const int32_t*>(token.untyped_data());
+  return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, t, site);
+}
+
 auto Binding() {
   return ffi::Ffi::Bind()
       .Ctx<ffi::ThreadPool>()
@@ -471,6 +538,19 @@ auto Binding() {
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvForward, Forward, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardData, BackwardData, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardWeights, BackwardWeights, Binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<Span>("strides")
+                                  .Attr<Span>("dilation")
+                                  .Attr<Span>("padding_lo")
+                                  .Attr<Span>("padding_hi")
+                                  .Attr<int64_t>("groups")
+                                  .Attr<int64_t>("site"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -479,3 +559,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                                   .Ret<ffi::AnyBuffer>()
                                   .Attr<int64_t>("transpose_a")
                                   .Attr<int64_t>("transpose_b"));
+
+// Frees the weights kept for `token` (no call with it may be running).
+extern "C" void PdxForgetWeights(int64_t token) {
+  std::lock_guard<std::mutex> lock(KeptMutex());
+  auto& kept = Kept();
+  for (auto it = kept.lower_bound({token, INT64_MIN}); it != kept.end() && it->first.first == token;) {
+    it = kept.erase(it);
+  }
+}

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import itertools
 import os
 import shutil
 import subprocess
@@ -52,12 +53,13 @@ from jax.interpreters import ad, batching, mlir
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
-__all__ = ["CONV2D_NHWC", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits", "matmul",
-           "matmul_reference", "unavailable_reason"]
+__all__ = ["CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
+           "forget_weights", "kept_conv", "matmul", "matmul_reference", "new_weights_token", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("_onednn.cc")
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
-            "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_matmul": "PdxMatmul"}
+            "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
+            "pdx_onednn_matmul": "PdxMatmul"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
@@ -253,6 +255,7 @@ def _primitive(name, shape_of, reference):
 
 _forward_p = _primitive("forward", lambda x, w, **g: _forward_shape(x.shape, w.shape, **_geometry(g)),
                         lambda x, w, **g: conv2d_nhwc_reference(x, w, **g))
+FORWARD = _forward_p.name  # the forward convolution's primitive, as program rewrites see it
 _backward_data_p = _primitive("backward_data", lambda dy, w, *, input_shape, **_: input_shape,
                               _backward_data_reference)
 _backward_weights_p = _primitive("backward_weights", lambda x, dy, *, weight_shape, **_: weight_shape,
@@ -281,6 +284,59 @@ ad.defbilinear(_backward_data_p,
 ad.defbilinear(_backward_weights_p,
                lambda ct, x, dy, **p: _backward_data(dy, ct, x.aval.shape, **_geometry(p)),
                lambda ct, x, dy, **p: _forward(x, ct, **_geometry(p)))
+
+
+# ---------------------------------------------------------------------------- inference with kept weights
+
+_inference_p = Primitive("pdx_onednn_conv_inference")
+_inference_p.def_impl(lambda x, w, token, **p: jax.jit(functools.partial(_inference_p.bind, **p))(x, w, token))
+_inference_p.def_abstract_eval(lambda x, w, token, *, site, **g: jax.core.ShapedArray(
+    _forward_shape(x.shape, w.shape, **g), x.dtype))
+
+
+def _lower_inference(ctx, x, w, token, *, strides, padding, dilation, groups, site):
+    (out,) = ctx.avals_out
+    call = jax.ffi.ffi_call("pdx_onednn_conv_inference", jax.ShapeDtypeStruct(out.shape, out.dtype))
+    attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
+             "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
+             "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups),
+             "site": np.int64(site)}
+    return mlir.lower_fun(lambda x, w, t: call(x, w, t, **attrs), multiple_results=False)(ctx, x, w, token)
+
+
+mlir.register_lowering(_inference_p, _lower_inference, platform="cpu")
+mlir.register_lowering(_inference_p, mlir.lower_fun(lambda x, w, token, *, site, **g: conv2d_nhwc_reference(x, w, **g),
+                                                    multiple_results=False))
+
+def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups):
+    """`conv2d_nhwc` whose weight keeps its oneDNN layout between calls with the same `token`.
+
+    For inference programs whose weights are constant per token: the first
+    call with a token reorders `w` into the kernel's layout and keeps it under
+    (token, `site`), the call site's number in the program (unique per program);
+    later calls skip the reorder. An exported artifact's CPU program takes an
+    int32 token beside its parameters and a loaded artifact passes one of its
+    own (`new_weights_token`), freed with `forget_weights`. Token 0 keeps nothing.
+    A weight that changes under the same token gives wrong results: only pass
+    one computed from constants.
+    """
+    return _inference_p.bind(x, w, token, strides=strides, padding=padding, dilation=dilation, groups=groups,
+                             site=int(site))
+
+
+_TOKENS = itertools.count(1)
+
+
+def new_weights_token() -> np.ndarray:
+    """A token no other caller in this process has (int32 scalar), for `kept_conv`."""
+    return np.int32(next(_TOKENS))
+
+
+def forget_weights(token) -> None:
+    """Free the weights kept for `token`; no call with it may be running."""
+    lib = _STATE.get("library")
+    if lib is not None:
+        lib.PdxForgetWeights(ctypes.c_int64(int(token)))
 
 
 def _onednn(x, w, *, strides, padding, dilation, groups):

@@ -44,6 +44,10 @@ def _close(a, b, what):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-5 * float(np.abs(b).max()) + 1e-6, err_msg=what)
 
 
+def _module(path) -> str:
+    return jax.export.deserialize(bytearray(path.read_bytes())).mlir_module()
+
+
 def test_onednn_builds_from_scratch_on_this_machine(tmp_path):
     # A fresh cache: the handlers are compiled and the private oneDNN copy written here.
     code = "from pdx import kernels as K; print(K.onednn_unavailable_reason())"
@@ -285,17 +289,66 @@ def test_an_artifact_carries_a_onednn_program_equal_to_its_portable_one(tmp_path
     path = pdx.export.export(net, tmp_path / "net", [pdx.jit.InputSpec([None, 8, 8, 3])])
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["targets"]["xla"]["onednn_file"] == "program_onednn.jaxexport"
-    native = (path / "program_onednn.jaxexport").read_bytes()
+    native = _module(path / "program_onednn.jaxexport")
     portable = jax.export.deserialize(bytearray((path / "program.jaxexport").read_bytes()))
-    assert b"pdx_onednn_conv_forward" in native and b"pdx_onednn_matmul" in native
+    # the convolution's weight is a parameter: its oneDNN layout is kept between calls
+    assert "pdx_onednn_conv_inference" in native and "pdx_onednn_matmul" in native
+    assert "pdx_onednn_conv_forward" not in native
     assert "pdx_onednn" not in portable.mlir_module()
     pred = pdx.export.load(path)
     assert pred.program == "onednn"
     params = load_file(str(path / "params.safetensors"))
     params = tuple(jnp.asarray(params[p["name"]]) for p in manifest["params"])
-    for batch in (1, 5):  # one artifact, any batch (the batch stays symbolic in both programs)
+    # A second model of the same shapes, other weights, loaded beside it: each predictor
+    # keeps its own weights (its own token).
+    pdx.seed(1)
+    other_net = pdx.nn.Sequential(pdx.nn.Conv2D(3, 8, 3, stride=2, padding=1, data_format="NHWC"), pdx.nn.ReLU(),
+                                  pdx.nn.Flatten(), pdx.nn.Linear(8 * 4 * 4, 5))
+    other_net.eval()
+    other = pdx.export.load(pdx.export.export(other_net, tmp_path / "other", [pdx.jit.InputSpec([None, 8, 8, 3])]))
+    for batch in (1, 5, 1):  # one artifact, any batch (the batch stays symbolic in both programs)
         x = rng.standard_normal((batch, 8, 8, 3)).astype("float32")
         _close(pred(x), portable.call(params, jnp.asarray(x)), f"batch {batch}")
+        _close(other(x), np.asarray(other_net(jnp.asarray(x))), f"other model, batch {batch}")
     plain = pdx.export.export(net, tmp_path / "plain", [pdx.jit.InputSpec([None, 8, 8, 3])], onednn=False)
     assert "onednn_file" not in json.loads((plain / "manifest.json").read_text())["targets"]["xla"]
     assert pdx.export.load(plain).program == "portable"
+
+
+def test_kept_weights_are_per_token_and_site_and_freed(rng):
+    from pdx.kernels import _onednn
+
+    g = GEOMETRIES[0]
+    x, w, geometry = _operands(g, rng)
+    w2 = w * -2.0
+    run = jax.jit(lambda x, w, t, site: _onednn.kept_conv(x, w, t, site=1, **geometry), static_argnums=3)
+    a, b = _onednn.new_weights_token(), _onednn.new_weights_token()
+    assert a != b
+    want, want2 = K.conv2d_nhwc_reference(x, w, **geometry), K.conv2d_nhwc_reference(x, w2, **geometry)
+    _close(run(x, w, a, 1), want, "first call")
+    _close(run(x, w2, b, 1), want2, "another token")
+    _close(run(x, w2, 0, 1), want2, "token 0 keeps nothing")
+    _close(run(x, w, 0, 1), want, "token 0 keeps nothing, again")
+    _close(run(x, w, a, 1), want, "the kept weights")
+    _onednn.forget_weights(a)
+    _close(run(x, w2, a, 1), want2, "after forget_weights the token takes new weights")
+    _onednn.forget_weights(a)
+    _onednn.forget_weights(b)
+
+
+def test_an_artifact_reorders_a_weight_computed_from_its_input_every_call(tmp_path, rng):
+    import pdx
+    import pdx.nn.functional as F
+
+    conv = pdx.nn.Conv2D(3, 4, 3, padding=1, data_format="NHWC")
+
+    def scaled_conv(x):
+        return F.conv2d(x, conv.weight * x.mean(), padding=1, data_format="NHWC")
+
+    path = pdx.export.export(scaled_conv, tmp_path / "f", [pdx.jit.InputSpec([None, 6, 6, 3])])
+    native = _module(path / "program_onednn.jaxexport")
+    assert "pdx_onednn_conv_forward" in native and "pdx_onednn_conv_inference" not in native
+    pred = pdx.export.load(path)
+    for scale in (1.0, 3.0):
+        x = (rng.standard_normal((2, 6, 6, 3)) + scale).astype("float32")
+        _close(pred(x), np.asarray(scaled_conv(jnp.asarray(x))), f"input mean {scale}")
