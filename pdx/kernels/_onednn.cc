@@ -7,13 +7,16 @@
 //   PdxConvForward(x [N,H,W,C], w [O,C,KH,KW])         -> y  [N,OH,OW,O]
 //   PdxConvBackwardData(dy [N,OH,OW,O], w [O,C,KH,KW]) -> dx [N,H,W,C]
 //   PdxConvBackwardWeights(x [N,H,W,C], dy [N,OH,OW,O]) -> dw [O,C,KH,KW]
-//   PdxConvInference(x, w, token [int32 scalar])     -> y, with the weight's reorder kept
+//   PdxConvInference(x, w, scale [O], shift [O], residual, token [int32 scalar])
+//       -> y = act(conv(x, w * scale) + shift + residual), act = relu or identity
 //
 // PdxConvInference serves programs whose weights are constant per token (an exported
 // model's parameters, which a loaded artifact passes with a token of its own): the first
-// call reorders each weight into the kernel's layout and keeps it under (token, site), the
-// call site's number in the program; later calls with that token skip the reorder. Token 0
-// keeps nothing. PdxForgetWeights(token) frees a token's weights (the artifact is gone).
+// call scales each weight per output channel (a folded BatchNorm), reorders it into the
+// kernel's layout and keeps it under (token, site), the call site's number in the program;
+// later calls with that token skip both. Token 0 keeps nothing. shift is the kernel's bias,
+// residual (y's shape, used where the attribute `residual` is 1) and relu are post-ops.
+// PdxForgetWeights(token) frees a token's weights (the artifact is gone).
 //
 // Attributes (int64 arrays of length 2): strides, dilation (1 = dense),
 // padding_lo, padding_hi; and groups (the weight is [out, in / groups, kh, kw]).
@@ -30,12 +33,14 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "dnnl.hpp"
@@ -55,9 +60,11 @@ struct Geometry {
   memory::data_type type;
   memory::dims src, weights, dst;  // logical {N,C,H,W}, {O,I,KH,KW}, {N,O,OH,OW}
   memory::dims strides, dilation, padding_lo, padding_hi;  // dilation in oneDNN's sense (0 = dense)
+  bool residual = false, relu = false;  // inference post-ops (inference also adds a float32 bias)
 
   auto key() const {
-    return std::tie(direction, threads, type, src, weights, dst, strides, dilation, padding_lo, padding_hi);
+    return std::tie(direction, threads, type, src, weights, dst, strides, dilation, padding_lo, padding_hi, residual,
+                    relu);
   }
   bool operator<(const Geometry& other) const { return key() < other.key(); }
 };
@@ -89,14 +96,23 @@ Plan MakePlan(const Geometry& g) {
   memory::desc dst(g.dst, g.type, memory::format_tag::nhwc);
   memory::desc any_weights(g.weights, g.type, memory::format_tag::any);
   auto attr = Attributes();
-  const auto kind = g.direction == Direction::kInference ? dnnl::prop_kind::forward_inference
-                                                         : dnnl::prop_kind::forward_training;
+  if (g.direction == Direction::kInference) {
+    memory::desc bias({g.dst[1]}, memory::data_type::f32, memory::format_tag::a);
+    dnnl::post_ops ops;
+    if (g.residual) ops.append_binary(dnnl::algorithm::binary_add, dst);
+    if (g.relu) ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(ops);
+    auto pd = dnnl::convolution_forward::primitive_desc(
+        engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, any_weights, bias, dst,
+        g.strides, g.dilation, g.padding_lo, g.padding_hi, attr);
+    return {dnnl::convolution_forward(pd), pd.weights_desc(), pd.scratchpad_desc()};
+  }
   auto forward = dnnl::convolution_forward::primitive_desc(
-      engine, kind, dnnl::algorithm::convolution_direct, src, any_weights,
+      engine, dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, any_weights,
       dst, g.strides, g.dilation, g.padding_lo, g.padding_hi, attr);
   switch (g.direction) {
     case Direction::kForward:
-    case Direction::kInference:
+    case Direction::kInference:  // built above
       return {dnnl::convolution_forward(forward), forward.weights_desc(), forward.scratchpad_desc()};
     case Direction::kBackwardData: {
       auto pd = dnnl::convolution_backward_data::primitive_desc(
@@ -135,7 +151,7 @@ memory::format_tag PlainWeights(const Geometry& g) {
 // fault its pages in again every call (XLA's threads allocate from arenas that give
 // freed memory back to the system). kScratch is a primitive's scratchpad; kWeights the
 // weight copies a call shares with its parts (the calling thread waits for them).
-enum Slot { kScratch, kWeights, kSlots };
+enum Slot { kScratch, kWeights, kScaled, kSlots };
 
 uint8_t* ThreadBuffer(Slot slot, size_t n) {
   struct Buffer {
@@ -157,7 +173,9 @@ size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32
 // Runs one direction over the images [n0, n0 + g.src[0]) of the call on g.threads threads.
 // `weights` is the weight in the plan's layout (forward / backward-data), or where the
 // backward-weights partial sum goes.
-void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out, uint8_t* weights) {
+// Inference adds `bias` (float32, per output channel) and `residual` (this part's rows).
+void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out, uint8_t* weights,
+             const float* bias = nullptr, const uint8_t* residual = nullptr) {
   omp_set_num_threads(g.threads);
   const Plan& plan = CachedPlan(g);
   auto& engine = Engine();
@@ -169,8 +187,20 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
   void* pa = const_cast<uint8_t*>(a);
   void* pb = const_cast<uint8_t*>(b);
   switch (g.direction) {
+    case Direction::kInference: {
+      memory::desc bias_md({g.dst[1]}, memory::data_type::f32, memory::format_tag::a);
+      std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src_md, engine, pa)}, {DNNL_ARG_WEIGHTS, w},
+                                           {DNNL_ARG_BIAS, memory(bias_md, engine, const_cast<float*>(bias))},
+                                           {DNNL_ARG_DST, memory(dst_md, engine, out)},
+                                           {DNNL_ARG_SCRATCHPAD, scratchpad}};
+      if (g.residual) {
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+            memory(dst_md, engine, const_cast<uint8_t*>(residual));
+      }
+      plan.primitive.execute(stream, args);
+      break;
+    }
     case Direction::kForward:
-    case Direction::kInference:
       plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(src_md, engine, pa)}, {DNNL_ARG_WEIGHTS, w},
                                       {DNNL_ARG_DST, memory(dst_md, engine, out)}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
       break;
@@ -276,12 +306,67 @@ std::map<std::pair<int64_t, int64_t>, std::unique_ptr<KeptWeights>>& Kept() {
 
 uint8_t* Aligned(uint8_t* p) { return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63}); }
 
-uint8_t* KeptReorder(ffi::ThreadPool& pool, int64_t token, int64_t site, const memory::desc& from_md, void* from,
-                     const memory::desc& to_md) {
+// What an inference call adds to a forward convolution (see PdxConvInference).
+struct InferenceArgs {
+  int64_t token = 0, site = 0;
+  const float* scale = nullptr;  // per output channel, applied to the weight
+  const float* shift = nullptr;  // per output channel: the bias
+  const uint8_t* residual = nullptr;
+};
+
+float Bf16ToF32(uint16_t v) {
+  uint32_t u = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t F32ToBf16(float f) {  // round to nearest even; NaN stays NaN
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1);
+  return uint16_t(u >> 16);
+}
+
+// to = from * scale[o] for a weight in Paddle's layout (each output channel contiguous).
+void ScaleWeights(const Geometry& g, const uint8_t* from, const float* scale, uint8_t* to) {
+  const int64_t outputs = g.dst[1];
+  int64_t elements = 1;
+  for (auto d : g.weights) elements *= d;
+  const int64_t per = elements / outputs;
+  for (int64_t o = 0; o < outputs; ++o) {
+    if (g.type == memory::data_type::f32) {
+      const auto* f = reinterpret_cast<const float*>(from) + o * per;
+      auto* t = reinterpret_cast<float*>(to) + o * per;
+      for (int64_t i = 0; i < per; ++i) t[i] = f[i] * scale[o];
+    } else {
+      const auto* f = reinterpret_cast<const uint16_t*>(from) + o * per;
+      auto* t = reinterpret_cast<uint16_t*>(to) + o * per;
+      for (int64_t i = 0; i < per; ++i) t[i] = F32ToBf16(Bf16ToF32(f[i]) * scale[o]);
+    }
+  }
+}
+
+// The scaled weight in the plan's layout `to_md`: kept under (token, site), or made for
+// this call (token 0) in the calling thread's buffers.
+uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, const Geometry& g,
+                          const memory::desc& from_md, const uint8_t* from, const memory::desc& to_md) {
+  const size_t plain_size = from_md.get_size();
+  auto prepare = [&](uint8_t* scaled, uint8_t* to) {
+    ScaleWeights(g, from, args.scale, scaled);
+    if (to != scaled) ReorderWeights(pool, from_md, scaled, to_md, to);
+  };
+  if (args.token == 0) {
+    uint8_t* scaled = ThreadBuffer(kScaled, plain_size);
+    uint8_t* to = to_md == from_md ? scaled : ThreadBuffer(kWeights, to_md.get_size());
+    prepare(scaled, to);
+    return to;
+  }
   KeptWeights* entry;
   {
     std::lock_guard<std::mutex> lock(KeptMutex());
-    auto& slot = Kept()[{token, site}];
+    auto& slot = Kept()[{args.token, args.site}];
     if (!slot) slot = std::make_unique<KeptWeights>();
     entry = slot.get();
   }
@@ -290,14 +375,19 @@ uint8_t* KeptReorder(ffi::ThreadPool& pool, int64_t token, int64_t site, const m
     if (copy.first == to_md) return Aligned(copy.second.get());
   }
   std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
-  ReorderWeights(pool, from_md, from, to_md, Aligned(data.get()));
+  if (to_md == from_md) {
+    prepare(Aligned(data.get()), Aligned(data.get()));
+  } else {
+    std::unique_ptr<uint8_t[]> scaled(new uint8_t[plain_size + 64]);
+    prepare(Aligned(scaled.get()), Aligned(data.get()));
+  }
   entry->copies.emplace_back(to_md, std::move(data));
   return Aligned(entry->copies.back().second.get());
 }
 
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-               int64_t groups, int64_t token = 0, int64_t site = 0) {
+               int64_t groups, const InferenceArgs* inference = nullptr, bool relu = false) {
   if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
       (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
@@ -325,6 +415,8 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.dilation = {dilation[0] - 1, dilation[1] - 1};
   g.padding_lo = {padding_lo[0], padding_lo[1]};
   g.padding_hi = {padding_hi[0], padding_hi[1]};
+  g.residual = inference && inference->residual;
+  g.relu = relu;
   if (groups < 1 || g.weights[0] % groups) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: groups must divide the output channels");
   }
@@ -333,26 +425,62 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   }
   try {
     const int64_t images = g.src[0];
+    const size_t width = ByteWidth(g.type);
+    const size_t src_image = g.src[1] * g.src[2] * g.src[3] * width;
+    const size_t dst_image = g.dst[1] * g.dst[2] * g.dst[3] * width;
     // bfloat16 weight gradients are not split: their partial sums would round.
     const bool split = !(direction == Direction::kBackwardWeights && g.type == memory::data_type::bf16);
     const int64_t threads = std::max<int64_t>(1, pool.num_threads());
-    const int64_t count = split ? std::min<int64_t>(threads, images) : 1;
-    // A call that cannot be split (batch 1, bfloat16 weight gradients) runs on OpenMP threads.
-    g.threads = count == 1 ? threads : 1;
-    std::vector<Geometry> geometry(count, g);
-    std::vector<int64_t> first(count);
-    for (int64_t i = 0, n0 = 0; i < count; ++i) {
-      int64_t n = images / count + (i < images % count ? 1 : 0);
-      first[i] = n0, n0 += n;
-      geometry[i].src[0] = geometry[i].dst[0] = n;
+    int64_t count = split ? std::min<int64_t>(threads, images) : 1;
+    std::vector<Geometry> geometry;
+    std::vector<size_t> a_offset, out_offset;  // each part's first byte in a and out
+    auto batch_parts = [&] {
+      geometry.assign(count, g);
+      a_offset.assign(count, 0), out_offset.assign(count, 0);
+      const bool backward_data = direction == Direction::kBackwardData;
+      for (int64_t i = 0, n0 = 0; i < count; ++i) {
+        int64_t n = images / count + (i < images % count ? 1 : 0);
+        a_offset[i] = n0 * (backward_data ? dst_image : src_image);
+        out_offset[i] = n0 * (backward_data ? src_image : dst_image);
+        geometry[i].src[0] = geometry[i].dst[0] = n;
+        n0 += n;
+      }
+    };
+    const bool forward = direction == Direction::kForward || direction == Direction::kInference;
+    if (count == 1 && images == 1 && forward && threads > 1 && g.dst[2] >= 4 * threads) {
+      // One image: split the output rows, each part a convolution over the input rows it reads
+      // (faster than oneDNN's OpenMP threads inside XLA's, except for a few rows per part).
+      count = threads;
+      geometry.assign(count, g);
+      a_offset.assign(count, 0), out_offset.assign(count, 0);
+      const int64_t s = g.strides[0], span = (g.weights[g.weights.size() - 2] - 1) * (g.dilation[0] + 1) + 1;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t r0 = g.dst[2] * i / count, r1 = g.dst[2] * (i + 1) / count;
+        const int64_t first = r0 * s - g.padding_lo[0], end = (r1 - 1) * s - g.padding_lo[0] + span;
+        const int64_t lo = std::max<int64_t>(0, first), hi = std::min<int64_t>(g.src[2], end);
+        Geometry& part = geometry[i];
+        part.src[2] = hi - lo, part.dst[2] = r1 - r0;
+        part.padding_lo[0] = lo - first, part.padding_hi[0] = end - hi;
+        a_offset[i] = lo * g.src[3] * g.src[1] * width;
+        out_offset[i] = r0 * g.dst[3] * g.dst[1] * width;
+      }
+      for (auto& part : geometry) part.threads = 1;
+      for (auto& part : geometry) {  // the parts must share one weight layout, else run unsplit
+        if (CachedPlan(part).weights != CachedPlan(geometry[0]).weights) {
+          count = 1;
+          break;
+        }
+      }
+      if (count == 1) batch_parts();
+    } else {
+      batch_parts();
     }
+    // A call that cannot be split (bfloat16 weight gradients, too few rows) runs on OpenMP threads.
+    for (auto& part : geometry) part.threads = count == 1 ? threads : 1;
     const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
     memory::desc plain_weights(g.weights, g.type, PlainWeights(g));
     const bool reorder = plan.weights != plain_weights;
     const size_t packed_size = plan.weights.get_size();
-    const size_t width = ByteWidth(g.type);
-    const size_t src_image = g.src[1] * g.src[2] * g.src[3] * width;
-    const size_t dst_image = g.dst[1] * g.dst[2] * g.dst[3] * width;
     auto* pa = static_cast<uint8_t*>(a.untyped_data());
     auto* pb = static_cast<uint8_t*>(b.untyped_data());
     auto* po = static_cast<uint8_t*>(out->untyped_data());
@@ -367,26 +495,24 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
       weights[i] = gradient || reorder ? packed + i * packed_size : pb;
     }
     if (gradient && count == 1 && !reorder) weights[0] = po;
-    if (!gradient && reorder) {
-      if (token != 0) {
-        weights[0] = KeptReorder(pool, token, site, plain_weights, pb, plan.weights);
-      } else {
-        ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
-      }
+    if (inference) {
+      weights[0] = InferenceWeights(pool, *inference, g, plain_weights, pb, plan.weights);
+    } else if (!gradient && reorder) {
+      ReorderWeights(pool, plain_weights, pb, plan.weights, weights[0]);
     }
 
     ParallelFor(pool, count, [&](int64_t i) {
-      const size_t n0 = first[i];
       switch (direction) {
         case Direction::kForward:
-        case Direction::kInference:
-          RunPart(geometry[i], pa + n0 * src_image, nullptr, po + n0 * dst_image, weights[0]);
-          break;
         case Direction::kBackwardData:
-          RunPart(geometry[i], pa + n0 * dst_image, nullptr, po + n0 * src_image, weights[0]);
+          RunPart(geometry[i], pa + a_offset[i], nullptr, po + out_offset[i], weights[0]);
           break;
-        case Direction::kBackwardWeights:
-          RunPart(geometry[i], pa + n0 * src_image, pb + n0 * dst_image, nullptr, weights[i]);
+        case Direction::kInference:
+          RunPart(geometry[i], pa + a_offset[i], nullptr, po + out_offset[i], weights[0], inference->shift,
+                  inference->residual ? inference->residual + out_offset[i] : nullptr);
+          break;
+        case Direction::kBackwardWeights:  // out_offset is the gradient's rows of dy
+          RunPart(geometry[i], pa + a_offset[i], pb + out_offset[i], nullptr, weights[i]);
           break;
       }
     });
@@ -510,14 +636,30 @@ ffi::Error BackwardWeights(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffe
   return Run(pool, Direction::kBackwardWeights, x, dy, dw, strides, dilation, padding_lo, padding_hi, groups);
 }
 
-ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer token,
+ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer scale,
+                     ffi::AnyBuffer shift, ffi::AnyBuffer residual, ffi::AnyBuffer token,
                      ffi::Result<ffi::AnyBuffer> y, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-                     int64_t groups, int64_t site) {
+                     int64_t groups, int64_t site, int64_t has_residual, int64_t relu) {
+  const int64_t outputs = y->dimensions().size() == 4 ? y->dimensions()[3] : -1;
   if (token.element_type() != ffi::DataType::S32 || token.element_count() != 1) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: the weights token must be an int32 scalar");
   }
-  const int64_t t = *static_cast<const int32_t*>(token.untyped_data());
-  return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, t, site);
+  if (scale.element_type() != ffi::DataType::F32 || shift.element_type() != ffi::DataType::F32 ||
+      scale.element_count() != outputs || shift.element_count() != outputs) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: scale and shift must be float32 [out_channels]");
+  }
+  if (has_residual && (residual.element_type() != y->element_type() ||
+                       residual.element_count() != y->element_count())) {
+    return ffi::Error::InvalidArgument("pdx oneDNN convolution: the residual must have the output's shape and dtype");
+  }
+  InferenceArgs args;
+  args.token = *static_cast<const int32_t*>(token.untyped_data());
+  args.site = site;
+  args.scale = static_cast<const float*>(scale.untyped_data());
+  args.shift = static_cast<const float*>(shift.untyped_data());
+  args.residual = has_residual ? static_cast<const uint8_t*>(residual.untyped_data()) : nullptr;
+  return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, &args,
+             relu != 0);
 }
 
 auto Binding() {
@@ -544,13 +686,18 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference,
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Attr<Span>("strides")
                                   .Attr<Span>("dilation")
                                   .Attr<Span>("padding_lo")
                                   .Attr<Span>("padding_hi")
                                   .Attr<int64_t>("groups")
-                                  .Attr<int64_t>("site"));
+                                  .Attr<int64_t>("site")
+                                  .Attr<int64_t>("residual")
+                                  .Attr<int64_t>("relu"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()

@@ -289,39 +289,65 @@ ad.defbilinear(_backward_weights_p,
 # ---------------------------------------------------------------------------- inference with kept weights
 
 _inference_p = Primitive("pdx_onednn_conv_inference")
-_inference_p.def_impl(lambda x, w, token, **p: jax.jit(functools.partial(_inference_p.bind, **p))(x, w, token))
-_inference_p.def_abstract_eval(lambda x, w, token, *, site, **g: jax.core.ShapedArray(
+_inference_p.def_impl(lambda *args, **p: jax.jit(functools.partial(_inference_p.bind, **p))(*args))
+_inference_p.def_abstract_eval(lambda x, w, *_, site, residual, relu, **g: jax.core.ShapedArray(
     _forward_shape(x.shape, w.shape, **g), x.dtype))
 
 
-def _lower_inference(ctx, x, w, token, *, strides, padding, dilation, groups, site):
+def _inference_reference(x, w, scale, shift, residual, token, *, site, residual_used, relu, **g):
+    del token, site
+    scaled = (w.astype(jnp.float32) * scale[:, None, None, None]).astype(w.dtype)
+    y = conv2d_nhwc_reference(x, scaled, **g).astype(jnp.float32) + shift
+    if residual_used:
+        y = y + residual.astype(jnp.float32)
+    return (jnp.maximum(y, 0) if relu else y).astype(x.dtype)
+
+
+def _lower_inference(ctx, *args, strides, padding, dilation, groups, site, residual, relu):
     (out,) = ctx.avals_out
     call = jax.ffi.ffi_call("pdx_onednn_conv_inference", jax.ShapeDtypeStruct(out.shape, out.dtype))
     attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
              "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
              "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups),
-             "site": np.int64(site)}
-    return mlir.lower_fun(lambda x, w, t: call(x, w, t, **attrs), multiple_results=False)(ctx, x, w, token)
+             "site": np.int64(site), "residual": np.int64(residual), "relu": np.int64(relu)}
+    return mlir.lower_fun(lambda *a: call(*a, **attrs), multiple_results=False)(ctx, *args)
+
+
+def _lower_inference_reference(ctx, *args, residual, **p):
+    return mlir.lower_fun(lambda *a: _inference_reference(*a, residual_used=residual, **p),
+                          multiple_results=False)(ctx, *args)
 
 
 mlir.register_lowering(_inference_p, _lower_inference, platform="cpu")
-mlir.register_lowering(_inference_p, mlir.lower_fun(lambda x, w, token, *, site, **g: conv2d_nhwc_reference(x, w, **g),
-                                                    multiple_results=False))
+mlir.register_lowering(_inference_p, _lower_inference_reference)
 
-def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups):
-    """`conv2d_nhwc` whose weight keeps its oneDNN layout between calls with the same `token`.
+
+def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups, scale=None, shift=None, residual=None,
+              relu: bool = False):
+    """Inference convolution whose weight keeps its oneDNN layout between calls with the same `token`:
+    `act(conv2d_nhwc(x, w * scale) + shift + residual)`, act = ReLU if `relu`.
 
     For inference programs whose weights are constant per token: the first
-    call with a token reorders `w` into the kernel's layout and keeps it under
-    (token, `site`), the call site's number in the program (unique per program);
-    later calls skip the reorder. An exported artifact's CPU program takes an
-    int32 token beside its parameters and a loaded artifact passes one of its
-    own (`new_weights_token`), freed with `forget_weights`. Token 0 keeps nothing.
-    A weight that changes under the same token gives wrong results: only pass
-    one computed from constants.
+    call with a token scales `w` per output channel (a folded BatchNorm),
+    reorders it into the kernel's layout and keeps it under (token, `site`),
+    the call site's number in the program (unique per program); later calls
+    skip both. `shift` is the kernel's bias, `residual` and ReLU its post-ops.
+    An exported artifact's CPU program takes an int32 token beside its
+    parameters and a loaded artifact passes one of its own
+    (`new_weights_token`), freed with `forget_weights`. Token 0 keeps nothing.
+    A weight or scale that changes under the same token gives wrong results:
+    only pass ones computed from constants.
     """
-    return _inference_p.bind(x, w, token, strides=strides, padding=padding, dilation=dilation, groups=groups,
-                             site=int(site))
+    reason = _load()
+    if reason is not None:
+        raise Unsupported(f"oneDNN convolutions are unavailable: {reason}", "use the portable program")
+    out_channels = w.shape[0]
+    scale = jnp.ones((out_channels,), jnp.float32) if scale is None else jnp.asarray(scale, jnp.float32)
+    shift = jnp.zeros((out_channels,), jnp.float32) if shift is None else jnp.asarray(shift, jnp.float32)
+    used = residual is not None
+    residual = jnp.zeros((0,), x.dtype) if residual is None else residual
+    return _inference_p.bind(x, w, scale, shift, residual, token, strides=strides, padding=padding,
+                             dilation=dilation, groups=groups, site=int(site), residual=used, relu=bool(relu))
 
 
 _TOKENS = itertools.count(1)

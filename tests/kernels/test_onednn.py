@@ -19,7 +19,7 @@ from pdx import kernels as K
 
 # (N, H, W, C, O, kh, kw, strides, padding, dilation, groups): odd batches split unevenly
 # over XLA's threads, asymmetric padding, dilation, 1x1 and non-square kernels, stride 2,
-# grouped and depthwise (with a channel multiplier).
+# grouped and depthwise (with a channel multiplier); one image splits its output rows.
 GEOMETRIES = [
     (3, 9, 7, 5, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
     (2, 8, 8, 3, 6, 3, 3, (2, 2), ((1, 0), (1, 0)), (1, 1), 1),
@@ -28,6 +28,7 @@ GEOMETRIES = [
     (3, 7, 7, 6, 4, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 2),
     (2, 9, 9, 16, 16, 3, 3, (2, 2), ((1, 1), (1, 1)), (1, 1), 16),
     (3, 6, 6, 4, 8, 3, 3, (1, 1), ((1, 1), (1, 1)), (1, 1), 4),
+    (1, 40, 9, 3, 5, 3, 3, (2, 1), ((1, 0), (1, 1)), (1, 1), 1),  # one image: its output rows split
 ]
 
 
@@ -352,3 +353,48 @@ def test_an_artifact_reorders_a_weight_computed_from_its_input_every_call(tmp_pa
     for scale in (1.0, 3.0):
         x = (rng.standard_normal((2, 6, 6, 3)) + scale).astype("float32")
         _close(pred(x), np.asarray(scaled_conv(jnp.asarray(x))), f"input mean {scale}")
+
+
+_SPLIT_CALLS = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from pdx import kernels as K
+    from pdx.kernels import _onednn
+
+    rng = np.random.default_rng(0)
+    worst = {}
+    # (N, H, W, C, O, k, strides, padding, groups): one image with many rows (its output rows
+    # split over the threads, strided and padded unevenly), one with few (unsplit), batches.
+    for n, h, w, c, o, k, s, pad, groups in [(1, 40, 9, 3, 5, 3, (2, 1), ((1, 0), (1, 1)), 1),
+                                             (1, 33, 12, 4, 4, 5, (1, 1), ((2, 2), (2, 2)), 2),
+                                             (1, 5, 5, 8, 8, 3, (1, 1), ((1, 1), (1, 1)), 1),
+                                             (3, 17, 6, 4, 6, 3, (2, 2), ((1, 1), (0, 1)), 1)]:
+        x = jnp.asarray(rng.standard_normal((n, h, w, c)), jnp.float32)
+        wt = jnp.asarray(rng.standard_normal((o, c // groups, k, k)) * 0.3, jnp.float32)
+        g = dict(strides=s, padding=pad, dilation=(1, 1), groups=groups)
+        ref = K.conv2d_nhwc_reference(x, wt, **g)
+        scale = jnp.asarray(rng.uniform(0.5, 1.5, o), jnp.float32)
+        shift = jnp.asarray(rng.standard_normal(o), jnp.float32)
+        res = jnp.asarray(rng.standard_normal(ref.shape), jnp.float32)
+        fused = jnp.maximum(K.conv2d_nhwc_reference(x, wt * scale[:, None, None, None], **g) + shift + res, 0)
+        token = _onednn.new_weights_token()
+        kept = jax.jit(lambda x, wt, t: _onednn.kept_conv(x, wt, t, site=1, scale=scale, shift=shift, residual=res,
+                                                          relu=True, **g))
+        grad = jax.jit(jax.grad(lambda x, wt: (K.conv2d_nhwc(x, wt, impl="onednn", **g) ** 2).sum(), (0, 1)))
+        def err(a, b):
+            return float(jnp.abs(a - b).max() / (jnp.abs(b).max() + 1e-6))
+        gx, gw = grad(x, wt)
+        rx, rw = jax.grad(lambda x, wt: (K.conv2d_nhwc_reference(x, wt, **g) ** 2).sum(), (0, 1))(x, wt)
+        worst[f"{n}x{h}x{w} k{k} s{s}"] = max(
+            err(jax.jit(lambda x, wt: K.conv2d_nhwc(x, wt, impl="onednn", **g))(x, wt), ref),
+            err(kept(x, wt, token), fused), err(kept(x, wt, token), fused), err(kept(x, wt, 0), fused),
+            err(gx, rx), err(gw, rw))
+    print(json.dumps({"devices": jax.device_count(), "worst": worst}))
+""")
+
+
+def test_on_one_device_split_calls_match_lax(tmp_path):
+    # One device: XLA's threads split each call (by image, or one image's output rows).
+    r = _on_one_device(_SPLIT_CALLS, tmp_path)
+    assert r["devices"] == 1
+    assert max(r["worst"].values()) < 1e-5, r["worst"]
