@@ -143,10 +143,12 @@ class _PendingKept:
     shift: object = None
     residual: object = None
     relu: bool = False
+    relu_max: float = float("inf")
 
     def materialize(self):
         return _onednn.kept_conv(self.x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
-                                 shift=self.shift, residual=self.residual, relu=self.relu, **self.params)
+                                 shift=self.shift, residual=self.residual, relu=self.relu, relu_max=self.relu_max,
+                                 **self.params)
 
 
 def _constant_eval(fn, *values):
@@ -294,22 +296,27 @@ def _fold(eqn, invals, in_dynamic, uses, options: _Options):
 def _fold_kept(eqn, invals, in_dynamic, uses, read):
     """A new _PendingKept for what can join a kept oneDNN convolution `pending` as its only
     use: `pending * c` / `pending + c` with c constant per output channel, then
-    `pending + residual` (the output's shape and dtype), then `max(pending, 0)`; else None."""
+    `pending + residual` (the output's shape and dtype), then `max(pending, 0)` (ReLU), then
+    `min(pending, c)` with c a positive constant (ReLU6); else None."""
     name = eqn.primitive.name
-    if name not in ("mul", "add", "max") or len(invals) != 2:
+    if name not in ("mul", "add", "max", "min") or len(invals) != 2:
         return None
     for i in (0, 1):
         pending, other = invals[i], invals[1 - i]
-        if not isinstance(pending, _PendingKept) or uses[eqn.invars[i]] != 1 or pending.relu:
+        if not isinstance(pending, _PendingKept) or uses[eqn.invars[i]] != 1 or (pending.relu and name != "min"):
             continue
         out = eqn.outvars[0].aval
         if jnp.dtype(getattr(other, "dtype", out.dtype)) != jnp.dtype(out.dtype):
             return None
-        if name == "max":  # ReLU: the other operand a constant zero
-            if in_dynamic[1 - i] or isinstance(other, jax.core.Tracer) or np.shape(other) not in ((), out.shape) \
-                    or np.any(np.asarray(other) != 0):
+        if name in ("max", "min"):  # ReLU (a constant 0), then its upper bound (a positive constant)
+            if in_dynamic[1 - i] or isinstance(other, jax.core.Tracer) or np.shape(other) not in ((), out.shape):
                 return None
-            return dataclasses.replace(pending, relu=True)
+            bound = np.unique(np.asarray(other, np.float32))
+            if name == "max" and bound.tolist() == [0.0]:
+                return dataclasses.replace(pending, relu=True)
+            if name == "min" and pending.relu and np.isinf(pending.relu_max) and len(bound) == 1 and bound[0] > 0:
+                return dataclasses.replace(pending, relu_max=float(bound[0]))
+            return None
         if in_dynamic[1 - i]:  # a residual: a value of the output's shape
             if name != "add" or pending.residual is not None or tuple(np.shape(other)) != tuple(out.shape):
                 return None

@@ -8,7 +8,7 @@
 //   PdxConvBackwardData(dy [N,OH,OW,O], w [O,C,KH,KW]) -> dx [N,H,W,C]
 //   PdxConvBackwardWeights(x [N,H,W,C], dy [N,OH,OW,O]) -> dw [O,C,KH,KW]
 //   PdxConvInference(x, w, scale [O], shift [O], residual, token [int32 scalar])
-//       -> y = act(conv(x, w * scale) + shift + residual), act = relu or identity
+//       -> y = act(conv(x, w * scale) + shift + residual), act = identity or min(relu, relu_max)
 //
 // PdxConvInference serves programs whose weights are constant per token (an exported
 // model's parameters, which a loaded artifact passes with a token of its own): the first
@@ -30,6 +30,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -61,10 +62,11 @@ struct Geometry {
   memory::dims src, weights, dst;  // logical {N,C,H,W}, {O,I,KH,KW}, {N,O,OH,OW}
   memory::dims strides, dilation, padding_lo, padding_hi;  // dilation in oneDNN's sense (0 = dense)
   bool residual = false, relu = false;  // inference post-ops (inference also adds a float32 bias)
+  float relu_max = 0;                   // the ReLU's upper bound (infinity: none; 6: ReLU6)
 
   auto key() const {
     return std::tie(direction, threads, type, src, weights, dst, strides, dilation, padding_lo, padding_hi, residual,
-                    relu);
+                    relu, relu_max);
   }
   bool operator<(const Geometry& other) const { return key() < other.key(); }
 };
@@ -100,7 +102,8 @@ Plan MakePlan(const Geometry& g) {
     memory::desc bias({g.dst[1]}, memory::data_type::f32, memory::format_tag::a);
     dnnl::post_ops ops;
     if (g.residual) ops.append_binary(dnnl::algorithm::binary_add, dst);
-    if (g.relu) ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (g.relu && std::isinf(g.relu_max)) ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (g.relu && !std::isinf(g.relu_max)) ops.append_eltwise(dnnl::algorithm::eltwise_clip_v2, 0.f, g.relu_max);
     attr.set_post_ops(ops);
     auto pd = dnnl::convolution_forward::primitive_desc(
         engine, dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, any_weights, bias, dst,
@@ -387,7 +390,8 @@ uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, cons
 
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-               int64_t groups, const InferenceArgs* inference = nullptr, bool relu = false) {
+               int64_t groups, const InferenceArgs* inference = nullptr, bool relu = false,
+               float relu_max = INFINITY) {
   if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
       (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
@@ -417,6 +421,7 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.padding_hi = {padding_hi[0], padding_hi[1]};
   g.residual = inference && inference->residual;
   g.relu = relu;
+  g.relu_max = relu_max;
   if (groups < 1 || g.weights[0] % groups) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: groups must divide the output channels");
   }
@@ -639,7 +644,7 @@ ffi::Error BackwardWeights(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffe
 ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer scale,
                      ffi::AnyBuffer shift, ffi::AnyBuffer residual, ffi::AnyBuffer token,
                      ffi::Result<ffi::AnyBuffer> y, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-                     int64_t groups, int64_t site, int64_t has_residual, int64_t relu) {
+                     int64_t groups, int64_t site, int64_t has_residual, int64_t relu, float relu_max) {
   const int64_t outputs = y->dimensions().size() == 4 ? y->dimensions()[3] : -1;
   if (token.element_type() != ffi::DataType::S32 || token.element_count() != 1) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: the weights token must be an int32 scalar");
@@ -659,7 +664,7 @@ ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, f
   args.shift = static_cast<const float*>(shift.untyped_data());
   args.residual = has_residual ? static_cast<const uint8_t*>(residual.untyped_data()) : nullptr;
   return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, &args,
-             relu != 0);
+             relu != 0, relu_max);
 }
 
 auto Binding() {
@@ -697,7 +702,8 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference,
                                   .Attr<int64_t>("groups")
                                   .Attr<int64_t>("site")
                                   .Attr<int64_t>("residual")
-                                  .Attr<int64_t>("relu"));
+                                  .Attr<int64_t>("relu")
+                                  .Attr<float>("relu_max"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()

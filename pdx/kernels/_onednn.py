@@ -290,26 +290,27 @@ ad.defbilinear(_backward_weights_p,
 
 _inference_p = Primitive("pdx_onednn_conv_inference")
 _inference_p.def_impl(lambda *args, **p: jax.jit(functools.partial(_inference_p.bind, **p))(*args))
-_inference_p.def_abstract_eval(lambda x, w, *_, site, residual, relu, **g: jax.core.ShapedArray(
+_inference_p.def_abstract_eval(lambda x, w, *_, site, residual, relu, relu_max, **g: jax.core.ShapedArray(
     _forward_shape(x.shape, w.shape, **g), x.dtype))
 
 
-def _inference_reference(x, w, scale, shift, residual, token, *, site, residual_used, relu, **g):
+def _inference_reference(x, w, scale, shift, residual, token, *, site, residual_used, relu, relu_max=np.inf, **g):
     del token, site
     scaled = (w.astype(jnp.float32) * scale[:, None, None, None]).astype(w.dtype)
     y = conv2d_nhwc_reference(x, scaled, **g).astype(jnp.float32) + shift
     if residual_used:
         y = y + residual.astype(jnp.float32)
-    return (jnp.maximum(y, 0) if relu else y).astype(x.dtype)
+    return (jnp.clip(y, 0, relu_max) if relu else y).astype(x.dtype)
 
 
-def _lower_inference(ctx, *args, strides, padding, dilation, groups, site, residual, relu):
+def _lower_inference(ctx, *args, strides, padding, dilation, groups, site, residual, relu, relu_max):
     (out,) = ctx.avals_out
     call = jax.ffi.ffi_call("pdx_onednn_conv_inference", jax.ShapeDtypeStruct(out.shape, out.dtype))
     attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
              "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
              "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups),
-             "site": np.int64(site), "residual": np.int64(residual), "relu": np.int64(relu)}
+             "site": np.int64(site), "residual": np.int64(residual), "relu": np.int64(relu),
+             "relu_max": np.float32(relu_max)}
     return mlir.lower_fun(lambda *a: call(*a, **attrs), multiple_results=False)(ctx, *args)
 
 
@@ -323,9 +324,10 @@ mlir.register_lowering(_inference_p, _lower_inference_reference)
 
 
 def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups, scale=None, shift=None, residual=None,
-              relu: bool = False):
+              relu: bool = False, relu_max: float = float("inf")):
     """Inference convolution whose weight keeps its oneDNN layout between calls with the same `token`:
-    `act(conv2d_nhwc(x, w * scale) + shift + residual)`, act = ReLU if `relu`.
+    `act(conv2d_nhwc(x, w * scale) + shift + residual)`, act = `clip(., 0, relu_max)` if `relu`
+    (ReLU, or ReLU6 with relu_max=6).
 
     For inference programs whose weights are constant per token: the first
     call with a token scales `w` per output channel (a folded BatchNorm),
@@ -347,7 +349,8 @@ def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups, sca
     used = residual is not None
     residual = jnp.zeros((0,), x.dtype) if residual is None else residual
     return _inference_p.bind(x, w, scale, shift, residual, token, strides=strides, padding=padding,
-                             dilation=dilation, groups=groups, site=int(site), residual=used, relu=bool(relu))
+                             dilation=dilation, groups=groups, site=int(site), residual=used, relu=bool(relu),
+                             relu_max=float(relu_max))
 
 
 _TOKENS = itertools.count(1)
