@@ -22,7 +22,11 @@ constant for IREE when the weights are inlined).
 
 With `weights_token`, each of pdx's oneDNN convolutions whose weight comes
 from the weights and constants only becomes `kept_conv`, which reorders the
-weight into oneDNN's layout on the first call with a token and reuses it.
+weight into oneDNN's layout on the first call with a token and reuses it;
+a BatchNorm's scale folds into that weight, its shift, a residual add and a
+ReLU / ReLU6 that follow become the kernel's bias and post-ops, and max
+pools become maxima of strided slices. With `precision="bfloat16"` those
+convolutions take bfloat16 activations and keep a bfloat16 weight.
 
 Everything else is bound as traced; calls (`jit`, custom derivatives) are
 inlined so convolutions inside them are reached. Inference only: the
@@ -146,9 +150,14 @@ class _PendingKept:
     relu_max: float = float("inf")
 
     def materialize(self):
-        return _onednn.kept_conv(self.x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
-                                 shift=self.shift, residual=self.residual, relu=self.relu, relu_max=self.relu_max,
-                                 **self.params)
+        x, residual, dtype = self.x, self.residual, self.x.dtype
+        if self.options.bf16 and dtype == jnp.float32:  # bfloat16 activations, float32 bias and accumulation
+            x = x.astype(jnp.bfloat16)
+            residual = None if residual is None else residual.astype(jnp.bfloat16)
+        out = _onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
+                                shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max,
+                                **self.params)
+        return out.astype(dtype)
 
 
 def _constant_eval(fn, *values):

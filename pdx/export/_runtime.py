@@ -116,9 +116,11 @@ class Predictor:
         self._sig = artifact.signature
         self._fn_name = f"{self.name} ({runtime})"
         if runtime == "xla":
-            # The CPU program on pdx's oneDNN kernels where they run here, else the portable one.
+            # The CPU program on pdx's oneDNN kernels where they run here (and it calls them as
+            # this pdx does), else the portable one.
             native = artifact.targets["xla"].get("onednn_file")
-            self.program = "onednn" if native and K.onednn_unavailable_reason() is None else "portable"
+            usable = native and artifact.targets["xla"].get("onednn_abi") == _onednn.ABI
+            self.program = "onednn" if usable and K.onednn_unavailable_reason() is None else "portable"
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
             call = jax.jit(exported.call)

@@ -333,13 +333,13 @@ uint16_t F32ToBf16(float f) {  // round to nearest even; NaN stays NaN
 }
 
 // to = from * scale[o] for a weight in Paddle's layout (each output channel contiguous).
-void ScaleWeights(const Geometry& g, const uint8_t* from, const float* scale, uint8_t* to) {
+void ScaleWeights(const Geometry& g, memory::data_type type, const uint8_t* from, const float* scale, uint8_t* to) {
   const int64_t outputs = g.dst[1];
   int64_t elements = 1;
   for (auto d : g.weights) elements *= d;
   const int64_t per = elements / outputs;
   for (int64_t o = 0; o < outputs; ++o) {
-    if (g.type == memory::data_type::f32) {
+    if (type == memory::data_type::f32) {
       const auto* f = reinterpret_cast<const float*>(from) + o * per;
       auto* t = reinterpret_cast<float*>(to) + o * per;
       for (int64_t i = 0; i < per; ++i) t[i] = f[i] * scale[o];
@@ -357,7 +357,7 @@ uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, cons
                           const memory::desc& from_md, const uint8_t* from, const memory::desc& to_md) {
   const size_t plain_size = from_md.get_size();
   auto prepare = [&](uint8_t* scaled, uint8_t* to) {
-    ScaleWeights(g, from, args.scale, scaled);
+    ScaleWeights(g, from_md.get_data_type(), from, args.scale, scaled);
     if (to != scaled) ReorderWeights(pool, from_md, scaled, to_md, to);
   };
   if (args.token == 0) {
@@ -392,7 +392,9 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
                int64_t groups, const InferenceArgs* inference = nullptr, bool relu = false,
                float relu_max = INFINITY) {
-  if (a.element_type() != b.element_type() || a.element_type() != out->element_type() ||
+  // Inference may take a float32 weight for bfloat16 activations (kept as bfloat16).
+  const bool mixed = inference && a.element_type() == ffi::DataType::BF16 && b.element_type() == ffi::DataType::F32;
+  if ((a.element_type() != b.element_type() && !mixed) || a.element_type() != out->element_type() ||
       (a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16)) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: operands must all be float32 or bfloat16");
   }
@@ -483,7 +485,7 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     // A call that cannot be split (bfloat16 weight gradients, too few rows) runs on OpenMP threads.
     for (auto& part : geometry) part.threads = count == 1 ? threads : 1;
     const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
-    memory::desc plain_weights(g.weights, g.type, PlainWeights(g));
+    memory::desc plain_weights(g.weights, mixed ? memory::data_type::f32 : g.type, PlainWeights(g));
     const bool reorder = plan.weights != plain_weights;
     const size_t packed_size = plan.weights.get_size();
     auto* pa = static_cast<uint8_t*>(a.untyped_data());

@@ -53,7 +53,7 @@ from jax.interpreters import ad, batching, mlir
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
-__all__ = ["CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
+__all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
            "forget_weights", "kept_conv", "matmul", "matmul_reference", "new_weights_token", "unavailable_reason"]
 
 _SOURCE = Path(__file__).with_name("_onednn.cc")
@@ -61,6 +61,9 @@ _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backwa
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
             "pdx_onednn_matmul": "PdxMatmul"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
+# The handlers' operands and attributes, as a serialized program calls them: an artifact
+# records it, and a program written for another ABI runs its portable twin instead.
+ABI = 2
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 
@@ -296,7 +299,7 @@ _inference_p.def_abstract_eval(lambda x, w, *_, site, residual, relu, relu_max, 
 
 def _inference_reference(x, w, scale, shift, residual, token, *, site, residual_used, relu, relu_max=np.inf, **g):
     del token, site
-    scaled = (w.astype(jnp.float32) * scale[:, None, None, None]).astype(w.dtype)
+    scaled = (w.astype(jnp.float32) * scale[:, None, None, None]).astype(x.dtype)
     y = conv2d_nhwc_reference(x, scaled, **g).astype(jnp.float32) + shift
     if residual_used:
         y = y + residual.astype(jnp.float32)
@@ -338,7 +341,8 @@ def kept_conv(x, w, token, *, site: int, strides, padding, dilation, groups, sca
     parameters and a loaded artifact passes one of its own
     (`new_weights_token`), freed with `forget_weights`. Token 0 keeps nothing.
     A weight or scale that changes under the same token gives wrong results:
-    only pass ones computed from constants.
+    only pass ones computed from constants. bfloat16 `x` (and `residual`) may
+    take a float32 `w`, kept as bfloat16 (scaled in float32 first).
     """
     reason = _load()
     if reason is not None:
