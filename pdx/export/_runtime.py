@@ -129,6 +129,7 @@ class Predictor:
                 # token (the parameters never change), freed with the predictor.
                 token = _onednn.new_weights_token()
                 weakref.finalize(self, _onednn.forget_weights, int(token))
+                token = jax.device_put(token)
                 self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, token, *arrays))]
             else:
                 self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]

@@ -398,3 +398,71 @@ def test_on_one_device_split_calls_match_lax(tmp_path):
     r = _on_one_device(_SPLIT_CALLS, tmp_path)
     assert r["devices"] == 1
     assert max(r["worst"].values()) < 1e-5, r["worst"]
+
+
+def _block(pdx):
+    """conv -> BatchNorm -> ReLU, conv -> BatchNorm -> + x -> ReLU6, then a max pool and a Linear."""
+
+    class Block(pdx.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format="NHWC")
+            self.bn1 = pdx.nn.BatchNorm2D(4, data_format="NHWC")
+            self.conv2 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format="NHWC", bias_attr=False)
+            self.bn2 = pdx.nn.BatchNorm2D(4, data_format="NHWC")
+            self.pool = pdx.nn.MaxPool2D(3, stride=2, padding=1, data_format="NHWC")
+            self.fc = pdx.nn.Linear(4 * 4 * 4, 3)
+
+        def forward(self, x):
+            y = pdx.nn.functional.relu(self.bn1(self.conv1(x)))
+            y = pdx.nn.functional.relu6(self.bn2(self.conv2(y)) + x)
+            return self.fc(self.pool(y).reshape([x.shape[0], -1]))
+
+    pdx.seed(3)
+    net = Block()
+    rng = np.random.default_rng(3)
+    for bn in (net.bn1, net.bn2):  # non-trivial statistics, so folding them is visible
+        bn._mean.set_value(jnp.asarray(rng.normal(0, 0.3, 4), jnp.float32))
+        bn._variance.set_value(jnp.asarray(rng.uniform(0.5, 2.0, 4), jnp.float32))
+        bn.weight.set_value(jnp.asarray(rng.uniform(0.5, 1.5, 4), jnp.float32))
+    return net.eval()
+
+
+def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path, rng):
+    import pdx
+
+    net = _block(pdx)
+    spec = [pdx.jit.InputSpec([None, 8, 8, 4])]
+    path = pdx.export.export(net, tmp_path / "block", spec)
+    native = _module(path / "program_onednn.jaxexport")
+    assert native.count("pdx_onednn_conv_inference") == 2
+    assert "residual = 1" in native and "stablehlo.maximum" in native  # (the max pool's maxima)
+    assert "reduce_window" not in native and "stablehlo.minimum" not in native  # ReLU6 is a post-op
+    pred = pdx.export.load(path)
+    assert pred.program == "onednn"
+    for batch in (1, 4):
+        x = rng.standard_normal((batch, 8, 8, 4)).astype("float32")
+        _close(pred(x), np.asarray(net(jnp.asarray(x))), f"batch {batch}")
+
+    bf16 = pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
+    xla = json.loads((bf16 / "manifest.json").read_text())["targets"]["xla"]
+    assert xla["onednn_precision"] == "bfloat16" and 0 < xla["onednn_max_error"] < 3e-2, xla
+    x = rng.standard_normal((2, 8, 8, 4)).astype("float32")
+    want = np.asarray(net(jnp.asarray(x)))
+    got = pdx.export.load(bf16)(x)
+    assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
+    with pytest.raises(ValueError, match="onednn_precision='float16' must be one of"):
+        pdx.export.export(net, tmp_path / "bad", spec, onednn_precision="float16")
+
+
+def test_an_artifact_written_for_other_onednn_handlers_runs_its_portable_program(tmp_path, rng, monkeypatch):
+    import pdx
+    from pdx.kernels import _onednn
+
+    net = _block(pdx)
+    path = pdx.export.export(net, tmp_path / "block", [pdx.jit.InputSpec([None, 8, 8, 4])])
+    monkeypatch.setattr(_onednn, "ABI", _onednn.ABI + 1)  # a later pdx, whose handlers changed
+    pred = pdx.export.load(path)
+    assert pred.program == "portable"
+    x = rng.standard_normal((2, 8, 8, 4)).astype("float32")
+    _close(pred(x), np.asarray(net(jnp.asarray(x))), "portable program")
