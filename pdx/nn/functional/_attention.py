@@ -52,9 +52,13 @@ def _sdpa_reference(query, key, value, *, mask=None, is_causal=False, scale, dro
     b, sq, hq, d = query.shape
     sk, hk = key.shape[1], key.shape[2]
     groups = hq // hk
-    q = (query * jnp.asarray(scale, query.dtype)).reshape(b, sq, hk, groups, d)
+    # Heads first, so both products are batched matmuls in the layout CPU and GPU
+    # libraries take directly (batch dims leading, contracting the last or second-last).
+    q = (query * jnp.asarray(scale, query.dtype)).reshape(b, sq, hk, groups, d).transpose(0, 2, 3, 1, 4)
+    k_heads, v_heads = key.transpose(0, 2, 1, 3), value.transpose(0, 2, 1, 3)  # (B, Hk, Sk, D)
     # (B, Hk, G, Sq, Sk) logits in float32 at least, so low-precision inputs stay stable.
-    logits = jnp.einsum("bqhgd,bkhd->bhgqk", q, key, preferred_element_type=jnp.promote_types(query.dtype, jnp.float32))
+    logits = jnp.einsum("bhgqd,bhkd->bhgqk", q, k_heads,
+                        preferred_element_type=jnp.promote_types(query.dtype, jnp.float32))
     if mask is not None:
         m = mask.reshape(mask.shape[0], hk if mask.shape[1] == hq else 1, groups if mask.shape[1] == hq else 1,
                          *mask.shape[2:])
@@ -69,9 +73,9 @@ def _sdpa_reference(query, key, value, *, mask=None, is_causal=False, scale, dro
     if dropout_p > 0.0:
         keep = jax.random.bernoulli(dropout_key, 1.0 - dropout_p, weights.shape)
         weights = jnp.where(keep, weights / (1.0 - dropout_p), 0.0)
-    out = jnp.einsum("bhgqk,bkhd->bqhgd", weights.astype(value.dtype), value,
+    out = jnp.einsum("bhgqk,bhkd->bhgqd", weights.astype(value.dtype), v_heads,
                      preferred_element_type=jnp.promote_types(value.dtype, jnp.float32))
-    return out.reshape(b, sq, hq, value.shape[-1]).astype(query.dtype)
+    return out.transpose(0, 3, 1, 2, 4).reshape(b, sq, hq, value.shape[-1]).astype(query.dtype)
 
 
 def _attention_mask(attn_mask, b, hq, sq, sk):
