@@ -137,7 +137,9 @@ class _PendingConv:
 class _PendingKept:
     """One of pdx's oneDNN convolutions with constant weights (channels-last output), still
     collecting what follows it: a per-channel scale and shift (folded into the kept weight
-    and the kernel's bias), then a residual add and a ReLU (the kernel's post-ops)."""
+    and the kernel's bias), then a residual add and a ReLU (the kernel's post-ops). `perm`
+    is a transpose of the output still to apply (an NCHW model moves its channels there and
+    back around each op)."""
 
     x: object
     w: object
@@ -148,6 +150,10 @@ class _PendingKept:
     residual: object = None
     relu: bool = False
     relu_max: float = float("inf")
+    perm: tuple | None = None
+
+    def channel_axis(self) -> int:
+        return 3 if self.perm is None else self.perm.index(3)
 
     def materialize(self):
         x, residual, dtype = self.x, self.residual, self.x.dtype
@@ -157,7 +163,7 @@ class _PendingKept:
         out = _onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
                                 shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max,
                                 **self.params)
-        return out.astype(dtype)
+        return out.astype(dtype) if self.perm is None else jnp.transpose(out.astype(dtype), self.perm)
 
 
 def _constant_eval(fn, *values):
@@ -225,7 +231,11 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
             invals = [raw(v) for v in eqn.invars][len(eqn.invars) - n_in:]
             outvals, out_dynamic = _eval(inner, inner_consts, invals, in_dynamic[len(eqn.invars) - n_in:], options)
         else:
-            invals = [read(v) for v in eqn.invars]
+            if name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params) \
+                    and uses[eqn.invars[0]] == 1:
+                invals = [raw(v) for v in eqn.invars]  # a pending convolution is pooled in its own layout
+            else:
+                invals = [read(v) for v in eqn.invars]
             if name == "conv_general_dilated" and options.fold and not in_dynamic[1] and in_dynamic[0] \
                     and uses[eqn.outvars[0]] == 1 and _is_f32(invals):
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
@@ -234,7 +244,7 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
             elif name == _onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
                 outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
             elif name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params):
-                outvals = [_max_of_slices(invals[0], **eqn.params)]
+                outvals = [_kept_max_pool(invals[0], eqn.params)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
                 lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
                 out = lax.dot_general(lhs, rhs, eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
@@ -306,8 +316,12 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
     """A new _PendingKept for what can join a kept oneDNN convolution `pending` as its only
     use: `pending * c` / `pending + c` with c constant per output channel, then
     `pending + residual` (the output's shape and dtype), then `max(pending, 0)` (ReLU), then
-    `min(pending, c)` with c a positive constant (ReLU6); else None."""
+    `min(pending, c)` with c a positive constant (ReLU6), and transposes in between; else None."""
     name = eqn.primitive.name
+    if name == "transpose" and isinstance(invals[0], _PendingKept) and uses[eqn.invars[0]] == 1:
+        pending, perm = invals[0], tuple(eqn.params["permutation"])
+        perm = perm if pending.perm is None else tuple(pending.perm[p] for p in perm)
+        return dataclasses.replace(pending, perm=None if perm == tuple(range(len(perm))) else perm)
     if name not in ("mul", "add", "max", "min") or len(invals) != 2:
         return None
     for i in (0, 1):
@@ -327,14 +341,17 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
                 return dataclasses.replace(pending, relu_max=float(bound[0]))
             return None
         if in_dynamic[1 - i]:  # a residual: a value of the output's shape
-            if name != "add" or pending.residual is not None or tuple(np.shape(other)) != tuple(out.shape):
+            if name != "add" or pending.residual is not None or tuple(eqn.invars[1 - i].aval.shape) != tuple(out.shape):
                 return None
-            return dataclasses.replace(pending, residual=read(eqn.invars[1 - i]))
+            residual = read(eqn.invars[1 - i])
+            if pending.perm is not None:  # back to the kernel's channels-last layout
+                residual = jnp.transpose(residual, np.argsort(pending.perm))
+            return dataclasses.replace(pending, residual=residual)
         if pending.residual is not None or isinstance(other, (_PendingConv, _PendingKept)):
             return None
-        channels, shape = pending.w.shape[0], np.shape(other)
-        if len(shape) not in (0, len(out.shape)) or any(d != 1 for d in shape[:-1]) or (
-                shape and shape[-1] not in (1, channels)):
+        channels, shape, axis = pending.w.shape[0], np.shape(other), pending.channel_axis()
+        if len(shape) not in (0, len(out.shape)) or any(d != 1 for a, d in enumerate(shape) if a != axis) or (
+                shape and shape[axis] not in (1, channels)):
             return None
         vector = jnp.broadcast_to(jnp.reshape(other, (-1,)) if shape else other, (channels,)).astype(jnp.float32)
         if name == "mul":
@@ -347,6 +364,20 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
 
 def _dense_window(p) -> bool:
     return all(d == 1 for d in p["base_dilation"]) and all(d == 1 for d in p["window_dilation"])
+
+
+def _kept_max_pool(x, params):
+    """A max pool of `x`; of a kept convolution whose output is still to be transposed (an NCHW
+    model), pooled channels-last and transposed after, so the transposes around it cancel."""
+    if not isinstance(x, _PendingKept):
+        return _max_of_slices(_value(x), **params)
+    if x.perm is None:
+        return _max_of_slices(x.materialize(), **params)
+    base, perm = dataclasses.replace(x, perm=None).materialize(), x.perm
+    order = np.argsort(perm)  # base axis j is output axis order[j]
+    moved = {k: tuple(params[k][order[j]] for j in range(len(perm)))
+             for k in ("window_dimensions", "window_strides", "padding")}
+    return jnp.transpose(_max_of_slices(base, **moved), perm)
 
 
 def _max_of_slices(x, *, window_dimensions, window_strides, padding, **_):

@@ -400,17 +400,17 @@ def test_on_one_device_split_calls_match_lax(tmp_path):
     assert max(r["worst"].values()) < 1e-5, r["worst"]
 
 
-def _block(pdx):
+def _block(pdx, data_format="NHWC"):
     """conv -> BatchNorm -> ReLU, conv -> BatchNorm -> + x -> ReLU6, then a max pool and a Linear."""
 
     class Block(pdx.nn.Layer):
         def __init__(self):
             super().__init__()
-            self.conv1 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format="NHWC")
-            self.bn1 = pdx.nn.BatchNorm2D(4, data_format="NHWC")
-            self.conv2 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format="NHWC", bias_attr=False)
-            self.bn2 = pdx.nn.BatchNorm2D(4, data_format="NHWC")
-            self.pool = pdx.nn.MaxPool2D(3, stride=2, padding=1, data_format="NHWC")
+            self.conv1 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format=data_format)
+            self.bn1 = pdx.nn.BatchNorm2D(4, data_format=data_format)
+            self.conv2 = pdx.nn.Conv2D(4, 4, 3, padding=1, data_format=data_format, bias_attr=False)
+            self.bn2 = pdx.nn.BatchNorm2D(4, data_format=data_format)
+            self.pool = pdx.nn.MaxPool2D(3, stride=2, padding=1, data_format=data_format)
             self.fc = pdx.nn.Linear(4 * 4 * 4, 3)
 
         def forward(self, x):
@@ -428,12 +428,13 @@ def _block(pdx):
     return net.eval()
 
 
-def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path, rng):
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path, rng, data_format):
     import pdx
 
-    net = _block(pdx)
-    spec = [pdx.jit.InputSpec([None, 8, 8, 4])]
-    path = pdx.export.export(net, tmp_path / "block", spec)
+    net = _block(pdx, data_format)
+    shape = [8, 8, 4] if data_format == "NHWC" else [4, 8, 8]
+    path = pdx.export.export(net, tmp_path / "block", [pdx.jit.InputSpec([None, *shape])])
     native = _module(path / "program_onednn.jaxexport")
     assert native.count("pdx_onednn_conv_inference") == 2
     assert "residual = 1" in native and "stablehlo.maximum" in native  # (the max pool's maxima)
@@ -441,8 +442,11 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     pred = pdx.export.load(path)
     assert pred.program == "onednn"
     for batch in (1, 4):
-        x = rng.standard_normal((batch, 8, 8, 4)).astype("float32")
+        x = rng.standard_normal((batch, *shape)).astype("float32")
         _close(pred(x), np.asarray(net(jnp.asarray(x))), f"batch {batch}")
+    if data_format == "NCHW":
+        return
+    spec = [pdx.jit.InputSpec([None, *shape])]
 
     bf16 = pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
     xla = json.loads((bf16 / "manifest.json").read_text())["targets"]["xla"]
