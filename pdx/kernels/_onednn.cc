@@ -41,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -669,17 +670,36 @@ ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, f
              relu != 0, relu_max);
 }
 
+// The attributes every convolution handler takes, after its operands.
+template <typename Binding>
+auto WithGeometry(Binding binding) {
+  return std::move(binding)
+      .template Attr<Span>("strides")
+      .template Attr<Span>("dilation")
+      .template Attr<Span>("padding_lo")
+      .template Attr<Span>("padding_hi")
+      .template Attr<int64_t>("groups");
+}
+
 auto Binding() {
-  return ffi::Ffi::Bind()
-      .Ctx<ffi::ThreadPool>()
-      .Arg<ffi::AnyBuffer>()
-      .Arg<ffi::AnyBuffer>()
-      .Ret<ffi::AnyBuffer>()
-      .Attr<Span>("strides")
-      .Attr<Span>("dilation")
-      .Attr<Span>("padding_lo")
-      .Attr<Span>("padding_hi")
-      .Attr<int64_t>("groups");
+  return WithGeometry(
+      ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Arg<ffi::AnyBuffer>().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
+}
+
+auto InferenceBinding() {  // x, w, scale, shift, residual, token
+  return WithGeometry(ffi::Ffi::Bind()
+                          .Ctx<ffi::ThreadPool>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Arg<ffi::AnyBuffer>()
+                          .Ret<ffi::AnyBuffer>())
+      .Attr<int64_t>("site")
+      .Attr<int64_t>("residual")
+      .Attr<int64_t>("relu")
+      .Attr<float>("relu_max");
 }
 
 }  // namespace
@@ -687,25 +707,7 @@ auto Binding() {
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvForward, Forward, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardData, BackwardData, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardWeights, BackwardWeights, Binding());
-XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<Span>("strides")
-                                  .Attr<Span>("dilation")
-                                  .Attr<Span>("padding_lo")
-                                  .Attr<Span>("padding_hi")
-                                  .Attr<int64_t>("groups")
-                                  .Attr<int64_t>("site")
-                                  .Attr<int64_t>("residual")
-                                  .Attr<int64_t>("relu")
-                                  .Attr<float>("relu_max"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference, InferenceBinding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
