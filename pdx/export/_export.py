@@ -30,7 +30,6 @@ from jax import export as jax_export
 
 from pdx import _lowering
 from pdx import kernels as K
-from pdx.kernels import _onednn
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS
@@ -179,7 +178,7 @@ def _onednn_program(traced, specs, precision: str = "float32"):
 
     It takes `(params, weights_token, *inputs)`: convolutions whose weight comes
     from the parameters keep its oneDNN layout between calls with the same int32
-    token (`pdx.kernels._onednn.kept_conv`; a loaded artifact passes its own, 0
+    token (`pdx.kernels.kept_conv`; a loaded artifact passes its own, 0
     keeps nothing).
     """
     if K.onednn_unavailable_reason() is not None:
@@ -333,7 +332,7 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     native = _onednn_program(traced, specs, onednn_precision) if onednn and "cpu" in platforms else None
     if native is not None:
         files[_artifact.ONEDNN_PROGRAM] = bytes(native.serialize())
-        manifest_targets["xla"].update(onednn_file=_artifact.ONEDNN_PROGRAM, onednn_abi=_onednn.ABI,
+        manifest_targets["xla"].update(onednn_file=_artifact.ONEDNN_PROGRAM, onednn_abi=K.ONEDNN_ABI,
                                        onednn_precision=onednn_precision)
         if onednn_precision != "float32":
             manifest_targets["xla"]["onednn_max_error"] = _onednn_error(native, exported, params, traced, specs)

@@ -48,7 +48,7 @@ from jax import lax
 from jax.extend import core as jex_core
 
 from pdx import _lowering
-from pdx.kernels import _onednn
+from pdx import kernels as K
 
 __all__ = ["CONV_MODES", "PRECISIONS", "rewrite_program"]
 
@@ -76,7 +76,7 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
       weights_argnum: the positional argument of `fn` holding the weights.
       weights_token: an int32 scalar (traced): pdx's oneDNN convolutions whose
         weight is computed from the weights and constants only keep its oneDNN
-        layout between calls with the same token (`pdx.kernels._onednn.kept_conv`).
+        layout between calls with the same token (`pdx.kernels.kept_conv`).
 
     Example:
       >>> import jax.numpy as jnp, numpy as np
@@ -160,7 +160,7 @@ class _PendingKept:
         if self.options.bf16 and dtype == jnp.float32:  # bfloat16 activations, float32 bias and accumulation
             x = x.astype(jnp.bfloat16)
             residual = None if residual is None else residual.astype(jnp.bfloat16)
-        out = _onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
+        out = K.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
                                 shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max,
                                 **self.params)
         return out.astype(dtype) if self.perm is None else jnp.transpose(out.astype(dtype), self.perm)
@@ -241,7 +241,7 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
             elif name == "conv_general_dilated" and _conv_as_matmul(eqn.params, invals, options.conv):
                 outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
-            elif name == _onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
+            elif name == K.ONEDNN_FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
                 outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
             elif name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params):
                 outvals = [_kept_max_pool(invals[0], eqn.params)]

@@ -19,7 +19,6 @@ from jax import export as jax_export
 
 from pdx import kernels as K
 from pdx.export import _artifact
-from pdx.kernels import _onednn
 from pdx.export._artifact import ArtifactError
 from pdx.export._iree import IREE_TARGETS, IreeModule, function_name, plan_batches
 from pdx.export._validate import Signature, check_arrays
@@ -119,7 +118,7 @@ class Predictor:
             # The CPU program on pdx's oneDNN kernels where they run here (and it calls them as
             # this pdx does), else the portable one.
             native = artifact.targets["xla"].get("onednn_file")
-            usable = native and artifact.targets["xla"].get("onednn_abi") == _onednn.ABI
+            usable = native and artifact.targets["xla"].get("onednn_abi") == K.ONEDNN_ABI
             self.program = "onednn" if usable and K.onednn_unavailable_reason() is None else "portable"
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
@@ -127,8 +126,8 @@ class Predictor:
             if self.program == "onednn":
                 # Its convolutions keep their weights' oneDNN layout under this predictor's
                 # token (the parameters never change), freed with the predictor.
-                token = _onednn.new_weights_token()
-                weakref.finalize(self, _onednn.forget_weights, int(token))
+                token = K.new_weights_token()
+                weakref.finalize(self, K.forget_weights, int(token))
                 token = jax.device_put(token)
                 self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, token, *arrays))]
             else:

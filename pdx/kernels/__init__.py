@@ -31,12 +31,17 @@ from pdx.kernels._flash_attention import FLASH_ATTENTION
 from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
+from pdx.kernels._onednn import ABI as ONEDNN_ABI
 from pdx.kernels._onednn import CONV2D_NHWC
+from pdx.kernels._onednn import FORWARD as ONEDNN_FORWARD
 from pdx.kernels._onednn import MATMUL
 from pdx.kernels._onednn import TARGETS as ONEDNN_TARGETS
 from pdx.kernels._onednn import conv2d_nhwc
 from pdx.kernels._onednn import conv2d_nhwc_reference
+from pdx.kernels._onednn import forget_weights
+from pdx.kernels._onednn import kept_conv
 from pdx.kernels._onednn import matmul
+from pdx.kernels._onednn import new_weights_token
 from pdx.kernels._onednn import matmul_reference
 from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
 from pdx.kernels._norms import NORM_MAX_FEATURES
@@ -58,6 +63,8 @@ __all__ = [
     "AUTO_ORDER",
     "IMPLS",
     "NORM_MAX_FEATURES",
+    "ONEDNN_ABI",
+    "ONEDNN_FORWARD",
     "ONEDNN_TARGETS",
     "OPS",
     "AttentionBlockSizes",
@@ -70,9 +77,12 @@ __all__ = [
     "flash_attention",
     "flash_attention_reference",
     "flash_attention_unfit",
+    "forget_weights",
     "get_impl",
+    "kept_conv",
     "matmul",
     "matmul_reference",
+    "new_weights_token",
     "onednn_unavailable_reason",
     "layer_norm",
     "layer_norm_reference",
