@@ -161,8 +161,7 @@ class _PendingKept:
             x = x.astype(jnp.bfloat16)
             residual = None if residual is None else residual.astype(jnp.bfloat16)
         out = K.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
-                                shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max,
-                                **self.params)
+                          shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max, **self.params)
         return out.astype(dtype) if self.perm is None else jnp.transpose(out.astype(dtype), self.perm)
 
 
