@@ -48,14 +48,9 @@ def pointwise_as_matmul() -> bool:
     return _POINTWISE_AS_MATMUL.get()
 
 
-@contextlib.contextmanager
 def convolutions_kept():
     """Trace 1x1 convolutions as convolutions, not as matmuls, inside the block."""
-    token = _POINTWISE_AS_MATMUL.set(False)
-    try:
-        yield
-    finally:
-        _POINTWISE_AS_MATMUL.reset(token)
+    return _switched(_POINTWISE_AS_MATMUL, False)
 
 
 def native_kernels() -> bool:
@@ -69,7 +64,6 @@ def native_kernels() -> bool:
     return mode == "always" or (mode == "single-device" and jax.device_count() == 1)
 
 
-@contextlib.contextmanager
 def portable():
     """Trace with plain StableHLO only (no custom calls) inside the block: for exports.
 
@@ -77,14 +71,9 @@ def portable():
     ...     native_kernels()
     False
     """
-    token = _NATIVE_KERNELS.set("never")
-    try:
-        yield
-    finally:
-        _NATIVE_KERNELS.reset(token)
+    return _switched(_NATIVE_KERNELS, "never")
 
 
-@contextlib.contextmanager
 def native():
     """Trace with the native kernels wherever they fit inside the block (an export's CPU program).
 
@@ -92,11 +81,17 @@ def native():
     ...     native_kernels()
     True
     """
-    token = _NATIVE_KERNELS.set("always")
+    return _switched(_NATIVE_KERNELS, "always")
+
+
+@contextlib.contextmanager
+def _switched(var: contextvars.ContextVar, value):
+    """`var` set to `value` inside the block (also usable as a decorator)."""
+    token = var.set(value)
     try:
         yield
     finally:
-        _NATIVE_KERNELS.reset(token)
+        var.reset(token)
 
 
 def materialized(v):

@@ -309,6 +309,8 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     if name is not None and not _NAME.match(name):
         raise ValueError(f"export: name={name!r} must be 1-128 letters, digits, '_', '.' or '-' "
                          "(it becomes part of the serving URL)")
+    if onednn_precision not in ONEDNN_PRECISIONS:
+        raise ValueError(f"export: onednn_precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
     if isinstance(input_spec, (InputSpec, jax.ShapeDtypeStruct)):
         input_spec = [input_spec]
     traced, specs, exported = export_program(layer_or_fn, input_spec, platforms=platforms)
@@ -327,8 +329,6 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     files = {_artifact.PROGRAM: bytes(exported.serialize(vjp_order=1 if differentiable else 0)),
              _artifact.PARAMS: _artifact.save_params(params)}
     manifest_targets = {"xla": {"file": _artifact.PROGRAM, "platforms": list(exported.platforms)}}
-    if onednn_precision not in ONEDNN_PRECISIONS:
-        raise ValueError(f"export: onednn_precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
     native = _onednn_program(traced, specs, onednn_precision) if onednn and "cpu" in platforms else None
     if native is not None:
         files[_artifact.ONEDNN_PROGRAM] = bytes(native.serialize())

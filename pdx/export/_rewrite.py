@@ -213,13 +213,13 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
             moving.add(v)
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        # A value that depends on a symbolic dim (the batch size) varies like an input.
         in_dynamic = [not isinstance(v, jex_core.Literal) and v in moving for v in eqn.invars]
-        dynamic = any(in_dynamic) or _symbolic(eqn)
+        dynamic = any(in_dynamic) or _symbolic(eqn)  # a value of the batch size varies like an input
         out_dynamic = [dynamic] * len(eqn.outvars)
-        folded = _fold(eqn, [raw(v) for v in eqn.invars], in_dynamic, uses, options)
+        raws = [raw(v) for v in eqn.invars]
+        folded = _fold(eqn, raws, in_dynamic, uses, options)
         if folded is None:
-            folded = _fold_kept(eqn, [raw(v) for v in eqn.invars], in_dynamic, uses, read)
+            folded = _fold_kept(eqn, raws, in_dynamic, uses, read)
         if folded is not None:
             outvals = [folded]
         elif name in _CALLS and _CALLS[name] in eqn.params:
@@ -227,14 +227,12 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
             inner, inner_consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, ())
             n_in = len(inner.invars)
             # Pending convolutions flow into the call (a BatchNorm in its own jit folds too).
-            invals = [raw(v) for v in eqn.invars][len(eqn.invars) - n_in:]
+            invals = raws[len(eqn.invars) - n_in:]
             outvals, out_dynamic = _eval(inner, inner_consts, invals, in_dynamic[len(eqn.invars) - n_in:], options)
         else:
-            if name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params) \
-                    and uses[eqn.invars[0]] == 1:
-                invals = [raw(v) for v in eqn.invars]  # a pending convolution is pooled in its own layout
-            else:
-                invals = [read(v) for v in eqn.invars]
+            pool = name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params)
+            # a pending convolution read only by a max pool is pooled in its own layout
+            invals = raws if pool and uses[eqn.invars[0]] == 1 else [read(v) for v in eqn.invars]
             if name == "conv_general_dilated" and options.fold and not in_dynamic[1] and in_dynamic[0] \
                     and uses[eqn.outvars[0]] == 1 and _is_f32(invals):
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
@@ -242,7 +240,7 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
             elif name == K.ONEDNN_FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
                 outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
-            elif name == "reduce_window_max" and options.token is not None and _dense_window(eqn.params):
+            elif pool:
                 outvals = [_kept_max_pool(invals[0], eqn.params)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
                 lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
@@ -293,18 +291,14 @@ def _fold(eqn, invals, in_dynamic, uses, options: _Options):
         if uses[eqn.invars[i]] != 1:
             return None
         axis = pending.params["dimension_numbers"].out_spec[1]
-        shape = np.shape(other)
         channels = pending.w.shape[pending.params["dimension_numbers"].rhs_spec[0]]
-        if len(shape) not in (0, len(eqn.outvars[0].aval.shape)) or any(
-                d != 1 for a, d in enumerate(shape) if a != axis) or (shape and shape[axis] not in (1, channels)):
+        if not _per_channel(np.shape(other), len(eqn.outvars[0].aval.shape), axis, channels):
             return None
         if jnp.dtype(other.dtype) != jnp.dtype(eqn.outvars[0].aval.dtype):
             return None
+
         def combine(other, scale, shift):
-            vector = jnp.broadcast_to(jnp.reshape(other, (-1,)) if shape else other, (channels,))
-            if eqn.primitive.name == "mul":
-                return (vector if scale is None else scale * vector), (None if shift is None else shift * vector)
-            return scale, (vector if shift is None else shift + vector)
+            return _combined(eqn.primitive.name, _channel_vector(other, channels), scale, shift)
 
         scale, shift = _constant_eval(combine, other, pending.scale, pending.shift)
         return dataclasses.replace(pending, scale=scale, shift=shift)
@@ -348,17 +342,31 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
             return dataclasses.replace(pending, residual=residual)
         if pending.residual is not None or isinstance(other, (_PendingConv, _PendingKept)):
             return None
-        channels, shape, axis = pending.w.shape[0], np.shape(other), pending.channel_axis()
-        if len(shape) not in (0, len(out.shape)) or any(d != 1 for a, d in enumerate(shape) if a != axis) or (
-                shape and shape[axis] not in (1, channels)):
+        channels = pending.w.shape[0]
+        if not _per_channel(np.shape(other), len(out.shape), pending.channel_axis(), channels):
             return None
-        vector = jnp.broadcast_to(jnp.reshape(other, (-1,)) if shape else other, (channels,)).astype(jnp.float32)
-        if name == "mul":
-            scale = vector if pending.scale is None else pending.scale * vector
-            shift = None if pending.shift is None else pending.shift * vector
-            return dataclasses.replace(pending, scale=scale, shift=shift)
-        return dataclasses.replace(pending, shift=vector if pending.shift is None else pending.shift + vector)
+        vector = _channel_vector(other, channels).astype(jnp.float32)
+        scale, shift = _combined(name, vector, pending.scale, pending.shift)
+        return dataclasses.replace(pending, scale=scale, shift=shift)
     return None
+
+
+def _per_channel(shape, ndim: int, axis: int, channels: int) -> bool:
+    """Whether a value of `shape` is a scalar or constant along every axis but `axis` of an ndim-array."""
+    return len(shape) in (0, ndim) and all(d == 1 for a, d in enumerate(shape) if a != axis) and (
+        not shape or shape[axis] in (1, channels))
+
+
+def _channel_vector(value, channels: int):
+    """A per-channel value (`_per_channel`) as a (channels,) vector."""
+    return jnp.broadcast_to(jnp.reshape(value, (-1,)) if np.ndim(value) else value, (channels,))
+
+
+def _combined(op: str, vector, scale, shift):
+    """(scale, shift) of `y * scale + shift` after one more `* vector` (op "mul") or `+ vector` ("add")."""
+    if op == "mul":
+        return (vector if scale is None else scale * vector), (None if shift is None else shift * vector)
+    return scale, (vector if shift is None else shift + vector)
 
 
 def _dense_window(p) -> bool:

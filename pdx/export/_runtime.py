@@ -123,15 +123,14 @@ class Predictor:
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
             call = jax.jit(exported.call)
+            fixed = (params,)
             if self.program == "onednn":
                 # Its convolutions keep their weights' oneDNN layout under this predictor's
                 # token (the parameters never change), freed with the predictor.
                 token = K.new_weights_token()
                 weakref.finalize(self, K.forget_weights, int(token))
-                token = jax.device_put(token)
-                self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, token, *arrays))]
-            else:
-                self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(params, *arrays))]
+                fixed = (params, jax.device_put(token))
+            self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(*fixed, *arrays))]
             return
         self.program = None
         target = target or "iree-llvm-cpu"

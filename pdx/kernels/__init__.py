@@ -41,8 +41,8 @@ from pdx.kernels._onednn import conv2d_nhwc_reference
 from pdx.kernels._onednn import forget_weights
 from pdx.kernels._onednn import kept_conv
 from pdx.kernels._onednn import matmul
-from pdx.kernels._onednn import new_weights_token
 from pdx.kernels._onednn import matmul_reference
+from pdx.kernels._onednn import new_weights_token
 from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
 from pdx.kernels._norms import NORM_MAX_FEATURES
 from pdx.kernels._norms import RMS_NORM

@@ -157,6 +157,11 @@ memory::format_tag PlainWeights(const Geometry& g) {
 // weight copies a call shares with its parts (the calling thread waits for them).
 enum Slot { kScratch, kWeights, kScaled, kSlots };
 
+// The first 64-byte boundary at or after p (buffers are allocated 64 bytes larger).
+uint8_t* Aligned(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
 uint8_t* ThreadBuffer(Slot slot, size_t n) {
   struct Buffer {
     std::unique_ptr<uint8_t[]> data;
@@ -168,8 +173,7 @@ uint8_t* ThreadBuffer(Slot slot, size_t n) {
     b.data.reset(new uint8_t[n + 64]);
     b.size = n;
   }
-  return b.data ? reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b.data.get()) + 63) & ~uintptr_t{63})
-                : nullptr;
+  return b.data ? Aligned(b.data.get()) : nullptr;
 }
 
 size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
@@ -308,14 +312,14 @@ std::map<std::pair<int64_t, int64_t>, std::unique_ptr<KeptWeights>>& Kept() {
   return *kept;
 }
 
-uint8_t* Aligned(uint8_t* p) { return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63}); }
-
 // What an inference call adds to a forward convolution (see PdxConvInference).
 struct InferenceArgs {
   int64_t token = 0, site = 0;
   const float* scale = nullptr;  // per output channel, applied to the weight
   const float* shift = nullptr;  // per output channel: the bias
   const uint8_t* residual = nullptr;
+  bool relu = false;
+  float relu_max = INFINITY;  // the ReLU's upper bound (6: ReLU6)
 };
 
 float Bf16ToF32(uint16_t v) {
@@ -389,10 +393,52 @@ uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, cons
   return Aligned(entry->copies.back().second.get());
 }
 
+// A call's parts: each part's geometry and its first byte in a and in out.
+struct Split {
+  std::vector<Geometry> geometry;
+  std::vector<size_t> a_offset, out_offset;
+};
+
+// `count` parts of whole images (backward-data reads dy and writes dx).
+Split ImageParts(const Geometry& g, Direction direction, int64_t count, size_t src_image, size_t dst_image) {
+  Split parts{std::vector<Geometry>(count, g), std::vector<size_t>(count), std::vector<size_t>(count)};
+  const bool backward_data = direction == Direction::kBackwardData;
+  const int64_t images = g.src[0];
+  for (int64_t i = 0, n0 = 0; i < count; ++i) {
+    const int64_t n = images / count + (i < images % count ? 1 : 0);
+    parts.a_offset[i] = n0 * (backward_data ? dst_image : src_image);
+    parts.out_offset[i] = n0 * (backward_data ? src_image : dst_image);
+    parts.geometry[i].src[0] = parts.geometry[i].dst[0] = n;
+    n0 += n;
+  }
+  return parts;
+}
+
+// One image's output rows in `count` single-threaded parts, each a convolution over the
+// input rows it reads; no parts when their kernels would want different weight layouts.
+Split RowParts(const Geometry& g, int64_t count, size_t width) {
+  Split parts{std::vector<Geometry>(count, g), std::vector<size_t>(count), std::vector<size_t>(count)};
+  const int64_t s = g.strides[0], span = (g.weights[g.weights.size() - 2] - 1) * (g.dilation[0] + 1) + 1;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t r0 = g.dst[2] * i / count, r1 = g.dst[2] * (i + 1) / count;
+    const int64_t first = r0 * s - g.padding_lo[0], end = (r1 - 1) * s - g.padding_lo[0] + span;
+    const int64_t lo = std::max<int64_t>(0, first), hi = std::min<int64_t>(g.src[2], end);
+    Geometry& part = parts.geometry[i];
+    part.threads = 1;
+    part.src[2] = hi - lo, part.dst[2] = r1 - r0;
+    part.padding_lo[0] = lo - first, part.padding_hi[0] = end - hi;
+    parts.a_offset[i] = lo * g.src[3] * g.src[1] * width;
+    parts.out_offset[i] = r0 * g.dst[3] * g.dst[1] * width;
+  }
+  for (const auto& part : parts.geometry) {
+    if (CachedPlan(part).weights != CachedPlan(parts.geometry[0]).weights) return {};
+  }
+  return parts;
+}
+
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
-               int64_t groups, const InferenceArgs* inference = nullptr, bool relu = false,
-               float relu_max = INFINITY) {
+               int64_t groups, const InferenceArgs* inference = nullptr) {
   // Inference may take a float32 weight for bfloat16 activations (kept as bfloat16).
   const bool mixed = inference && a.element_type() == ffi::DataType::BF16 && b.element_type() == ffi::DataType::F32;
   if ((a.element_type() != b.element_type() && !mixed) || a.element_type() != out->element_type() ||
@@ -423,8 +469,8 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
   g.padding_lo = {padding_lo[0], padding_lo[1]};
   g.padding_hi = {padding_hi[0], padding_hi[1]};
   g.residual = inference && inference->residual;
-  g.relu = relu;
-  g.relu_max = relu_max;
+  g.relu = inference && inference->relu;
+  g.relu_max = inference ? inference->relu_max : INFINITY;
   if (groups < 1 || g.weights[0] % groups) {
     return ffi::Error::InvalidArgument("pdx oneDNN convolution: groups must divide the output channels");
   }
@@ -439,50 +485,20 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     // bfloat16 weight gradients are not split: their partial sums would round.
     const bool split = !(direction == Direction::kBackwardWeights && g.type == memory::data_type::bf16);
     const int64_t threads = std::max<int64_t>(1, pool.num_threads());
-    int64_t count = split ? std::min<int64_t>(threads, images) : 1;
-    std::vector<Geometry> geometry;
-    std::vector<size_t> a_offset, out_offset;  // each part's first byte in a and out
-    auto batch_parts = [&] {
-      geometry.assign(count, g);
-      a_offset.assign(count, 0), out_offset.assign(count, 0);
-      const bool backward_data = direction == Direction::kBackwardData;
-      for (int64_t i = 0, n0 = 0; i < count; ++i) {
-        int64_t n = images / count + (i < images % count ? 1 : 0);
-        a_offset[i] = n0 * (backward_data ? dst_image : src_image);
-        out_offset[i] = n0 * (backward_data ? src_image : dst_image);
-        geometry[i].src[0] = geometry[i].dst[0] = n;
-        n0 += n;
-      }
-    };
     const bool forward = direction == Direction::kForward || direction == Direction::kInference;
-    if (count == 1 && images == 1 && forward && threads > 1 && g.dst[2] >= 4 * threads) {
-      // One image: split the output rows, each part a convolution over the input rows it reads
-      // (faster than oneDNN's OpenMP threads inside XLA's, except for a few rows per part).
-      count = threads;
-      geometry.assign(count, g);
-      a_offset.assign(count, 0), out_offset.assign(count, 0);
-      const int64_t s = g.strides[0], span = (g.weights[g.weights.size() - 2] - 1) * (g.dilation[0] + 1) + 1;
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t r0 = g.dst[2] * i / count, r1 = g.dst[2] * (i + 1) / count;
-        const int64_t first = r0 * s - g.padding_lo[0], end = (r1 - 1) * s - g.padding_lo[0] + span;
-        const int64_t lo = std::max<int64_t>(0, first), hi = std::min<int64_t>(g.src[2], end);
-        Geometry& part = geometry[i];
-        part.src[2] = hi - lo, part.dst[2] = r1 - r0;
-        part.padding_lo[0] = lo - first, part.padding_hi[0] = end - hi;
-        a_offset[i] = lo * g.src[3] * g.src[1] * width;
-        out_offset[i] = r0 * g.dst[3] * g.dst[1] * width;
-      }
-      for (auto& part : geometry) part.threads = 1;
-      for (auto& part : geometry) {  // the parts must share one weight layout, else run unsplit
-        if (CachedPlan(part).weights != CachedPlan(geometry[0]).weights) {
-          count = 1;
-          break;
-        }
-      }
-      if (count == 1) batch_parts();
-    } else {
-      batch_parts();
+    Split parts;
+    if (images == 1 && forward && threads > 1 && g.dst[2] >= 4 * threads) {
+      // One image: its output rows (faster than oneDNN's OpenMP threads inside XLA's,
+      // except for a few rows per part).
+      parts = RowParts(g, threads, width);
     }
+    if (parts.geometry.empty()) {
+      parts = ImageParts(g, direction, split ? std::min<int64_t>(threads, images) : 1, src_image, dst_image);
+    }
+    const int64_t count = parts.geometry.size();
+    std::vector<Geometry>& geometry = parts.geometry;
+    const std::vector<size_t>& a_offset = parts.a_offset;
+    const std::vector<size_t>& out_offset = parts.out_offset;
     // A call that cannot be split (bfloat16 weight gradients, too few rows) runs on OpenMP threads.
     for (auto& part : geometry) part.threads = count == 1 ? threads : 1;
     const Plan& plan = CachedPlan(geometry[0]);  // every part's weight layout is the same
@@ -666,8 +682,9 @@ ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, f
   args.scale = static_cast<const float*>(scale.untyped_data());
   args.shift = static_cast<const float*>(shift.untyped_data());
   args.residual = has_residual ? static_cast<const uint8_t*>(residual.untyped_data()) : nullptr;
-  return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, &args,
-             relu != 0, relu_max);
+  args.relu = relu != 0;
+  args.relu_max = relu_max;
+  return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, &args);
 }
 
 // The attributes every convolution handler takes, after its operands.

@@ -231,6 +231,13 @@ def _forward_shape(x_shape, w_shape, strides, padding, dilation, groups):
                  in zip((h, wd), (kh, kw), strides, dilation, padding)), o)
 
 
+def _geometry_attrs(strides, padding, dilation, groups) -> dict:
+    """The attributes every convolution handler takes (`WithGeometry` in _onednn.cc)."""
+    return {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
+            "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
+            "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups)}
+
+
 def _primitive(name, shape_of, reference):
     p = Primitive(f"pdx_onednn_conv_{name}")
     p.def_impl(lambda a, b, **params: jax.jit(functools.partial(p.bind, **params))(a, b))
@@ -240,9 +247,7 @@ def _primitive(name, shape_of, reference):
     def lower_cpu(ctx, a, b, *, strides, padding, dilation, groups, **_):
         (out,) = ctx.avals_out
         call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(out.shape, out.dtype))
-        attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
-                 "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
-                 "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups)}
+        attrs = _geometry_attrs(strides, padding, dilation, groups)
         return mlir.lower_fun(lambda a, b: call(a, b, **attrs), multiple_results=False)(ctx, a, b)
 
     mlir.register_lowering(p, lower_cpu, platform="cpu")
@@ -309,11 +314,8 @@ def _inference_reference(x, w, scale, shift, residual, token, *, site, residual_
 def _lower_inference(ctx, *args, strides, padding, dilation, groups, site, residual, relu, relu_max):
     (out,) = ctx.avals_out
     call = jax.ffi.ffi_call("pdx_onednn_conv_inference", jax.ShapeDtypeStruct(out.shape, out.dtype))
-    attrs = {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
-             "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
-             "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups),
-             "site": np.int64(site), "residual": np.int64(residual), "relu": np.int64(relu),
-             "relu_max": np.float32(relu_max)}
+    attrs = dict(_geometry_attrs(strides, padding, dilation, groups), site=np.int64(site),
+                 residual=np.int64(residual), relu=np.int64(relu), relu_max=np.float32(relu_max))
     return mlir.lower_fun(lambda *a: call(*a, **attrs), multiple_results=False)(ctx, *args)
 
 
