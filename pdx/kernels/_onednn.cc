@@ -27,28 +27,17 @@
 // so concurrent calls from XLA's threads are safe. pdx/kernels/_onednn.py
 // builds this file and registers the handlers.
 
-#include <omp.h>
-
-#include <algorithm>
 #include <cmath>
-#include <atomic>
-#include <condition_variable>
-#include <cstdint>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <memory>
-#include <mutex>
-#include <string>
 #include <tuple>
 #include <utility>
 #include <unordered_map>
 #include <vector>
 
-#include "dnnl.hpp"
-#include "xla/ffi/api/ffi.h"
+#include "_onednn.h"
 
-namespace ffi = xla::ffi;
+using namespace pdx_dnnl;  // NOLINT: this file's own helpers
 using dnnl::memory;
 using Span = ffi::Span<const int64_t>;
 
@@ -71,13 +60,6 @@ struct Geometry {
   }
   bool operator<(const Geometry& other) const { return key() < other.key(); }
 };
-
-// Process-lifetime objects are never destroyed: at exit, XLA's threads may still be
-// running, and static destructors would tear the engine and primitives from under them.
-dnnl::engine& Engine() {
-  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
 
 // One geometry's primitive and the layouts it wants.
 struct Plan {
@@ -151,31 +133,6 @@ memory::format_tag PlainWeights(const Geometry& g) {
   return g.weights.size() == 5 ? memory::format_tag::goihw : memory::format_tag::oihw;
 }
 
-// Per-thread working memory that grows and is kept: a fresh allocation per call would
-// fault its pages in again every call (XLA's threads allocate from arenas that give
-// freed memory back to the system). kScratch is a primitive's scratchpad; kWeights the
-// weight copies a call shares with its parts (the calling thread waits for them).
-enum Slot { kScratch, kWeights, kScaled, kSlots };
-
-// The first 64-byte boundary at or after p (buffers are allocated 64 bytes larger).
-uint8_t* Aligned(uint8_t* p) {
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
-}
-
-uint8_t* ThreadBuffer(Slot slot, size_t n) {
-  struct Buffer {
-    std::unique_ptr<uint8_t[]> data;
-    size_t size = 0;
-  };
-  thread_local Buffer buffers[kSlots];
-  Buffer& b = buffers[slot];
-  if (n > b.size) {
-    b.data.reset(new uint8_t[n + 64]);
-    b.size = n;
-  }
-  return b.data ? Aligned(b.data.get()) : nullptr;
-}
-
 size_t ByteWidth(memory::data_type type) { return type == memory::data_type::f32 ? 4 : 2; }
 
 // Runs one direction over the images [n0, n0 + g.src[0]) of the call on g.threads threads.
@@ -224,46 +181,6 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
       break;
   }
   stream.wait();
-}
-
-// Runs fn(0) .. fn(count - 1) on XLA's own threads, each part single-threaded: oneDNN's
-// OpenMP team would compete with XLA's threads for the same cores. Parts are claimed from
-// a counter, so the calling thread does every part itself when the pool is busy and a
-// call never waits on work that has not started.
-struct Parts {
-  int64_t count;
-  std::function<void(int64_t)> run;
-  std::atomic<int64_t> next{0}, done{0};
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::string error;
-
-  void Work() {
-    omp_set_num_threads(1);
-    for (int64_t i; (i = next.fetch_add(1)) < count;) {
-      try {
-        run(i);
-      } catch (const std::exception& e) {
-        std::lock_guard<std::mutex> lock(mutex);
-        error = e.what();
-      }
-      if (done.fetch_add(1) + 1 == count) {
-        std::lock_guard<std::mutex> lock(mutex);
-        finished.notify_all();
-      }
-    }
-  }
-};
-
-void ParallelFor(ffi::ThreadPool& pool, int64_t count, std::function<void(int64_t)> fn) {
-  auto parts = std::make_shared<Parts>();
-  parts->count = count;
-  parts->run = std::move(fn);
-  for (int64_t i = 1; i < count; ++i) pool.Schedule([parts] { parts->Work(); });
-  parts->Work();
-  std::unique_lock<std::mutex> lock(parts->mutex);
-  parts->finished.wait(lock, [&] { return parts->done.load() == parts->count; });
-  if (!parts->error.empty()) throw std::runtime_error(parts->error);
 }
 
 // Copies a weight between Paddle's [out, in, kh, kw] layout and a oneDNN one, split

@@ -56,14 +56,17 @@ from pdx.kernels._dispatch import Impl, Op, Unsupported
 __all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
            "forget_weights", "kept_conv", "matmul", "matmul_reference", "new_weights_token", "unavailable_reason"]
 
-_SOURCE = Path(__file__).with_name("_onednn.cc")
+_HERE = Path(__file__).parent
+_SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc")  # one library; both include _onednn.h
+_HEADER = _HERE / "_onednn.h"
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
-            "pdx_onednn_matmul": "PdxMatmul"}
+            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_attention_forward": "PdxAttentionForward",
+            "pdx_onednn_attention_backward": "PdxAttentionBackward"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 # The handlers' operands and attributes, as a serialized program calls them: an artifact
 # records it, and a program written for another ABI runs its portable twin instead.
-ABI = 2
+ABI = 3
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 
@@ -127,8 +130,8 @@ def _build() -> Path | str:
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if not compiler:
         return "no C++ compiler found (set CXX or install g++)"
-    source = _SOURCE.read_bytes()
-    key = hashlib.sha256(b"\0".join([source, jax.__version__.encode(), str(lib.resolve()).encode(),
+    sources = [path.read_bytes() for path in (*_SOURCES, _HEADER)]
+    key = hashlib.sha256(b"\0".join([*sources, jax.__version__.encode(), str(lib.resolve()).encode(),
                                      str(lib.stat().st_size).encode(), compiler.encode()])).hexdigest()[:16]
     where = _cache_dir() / key
     out = where / "pdx_onednn.so"
@@ -140,14 +143,14 @@ def _build() -> Path | str:
     try:
         private = _private_onednn(lib, where)
         cmd = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-w", f"-I{jax.ffi.include_dir()}",
-               f"-I{include}", str(_SOURCE), "-o", tmp, str(private),
+               f"-I{include}", *map(str, _SOURCES), "-o", tmp, str(private),
                f"-Wl,-rpath,{where}"]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if done.returncode:
-            return f"compiling {_SOURCE.name} failed: {done.stderr.strip()[-2000:]}"
+            return f"compiling {' and '.join(p.name for p in _SOURCES)} failed: {done.stderr.strip()[-2000:]}"
         os.replace(tmp, out)  # atomic: concurrent builders each write their own temp file
     except (OSError, subprocess.SubprocessError) as e:
-        return f"building {_SOURCE.name} failed: {e}"
+        return f"building {' and '.join(p.name for p in _SOURCES)} failed: {e}"
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

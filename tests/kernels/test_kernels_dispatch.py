@@ -43,7 +43,7 @@ def test_registries_are_immutable_and_named():
             op.implementations["pallas"] = None
     with pytest.raises(TypeError):
         K.OPS["rms_norm"] = None
-    assert set(K.OPS["flash_attention"].implementations) == {"cudnn", "pallas", "xla"}
+    assert set(K.OPS["flash_attention"].implementations) == {"cudnn", "pallas", "onednn", "xla"}
     assert set(K.OPS["rms_norm"].implementations) == {"pallas", "xla"}
     assert set(K.OPS["conv2d_nhwc"].implementations) == {"onednn", "xla"}
     assert set(K.OPS["matmul"].implementations) == {"onednn", "xla"}

@@ -2,11 +2,11 @@
 
 `scaled_dot_product_attention` validates and normalizes its arguments, then
 calls `_sdpa_reference`, the pure-JAX definition, or, when the pdx.kernels
-dispatch picks one (a GPU, or `pdx.kernels.use_impl("pallas")`), the fused
-`pdx.kernels.flash_attention` kernel, which matches the reference forward and
-backward. The kernel takes calls without dropout, with equal query/value head
-dims and with no mask or a float (additive) mask; the others always run the
-reference.
+dispatch picks one (a GPU, a CPU process with native kernels and no mask, or
+`pdx.kernels.use_impl("pallas")`), the fused `pdx.kernels.flash_attention`
+kernel, which matches the reference forward and backward. The kernel takes
+calls without dropout, with equal query/value head dims and with no mask or a
+float (additive) mask; the others always run the reference.
 
 Semantics (as Paddle's math backend): logits = (q * scale) @ k^T with
 scale = 1 / sqrt(head_dim) by default; a bool mask keeps True positions (False
@@ -25,6 +25,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from pdx._lowering import native_kernels
 from pdx._random import next_key
 from pdx import kernels as K
 from pdx.nn.functional._args import array, compiled, error
@@ -167,7 +168,7 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
     mask = None if attn_mask is None else _attention_mask(attn_mask, b, hq, sq, sk)
     scale = scale or (1.0 / math.sqrt(d) if d else 1.0)
     fused = dropout_p == 0.0 and value.shape[-1] == d and (mask is None or mask.dtype != jnp.bool_) \
-        and query.dtype == key.dtype == value.dtype and K.flash_attention_unfit(query) is None
+        and query.dtype == key.dtype == value.dtype
     args = (query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl)
     if dropout_p >= 1.0:
         out = jnp.zeros((b, sq, hq, value.shape[-1]), query.dtype)
@@ -179,7 +180,14 @@ def _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
 
 
 def _attention_kernel(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    if K.flash_attention_unfit(query) is not None:  # a head_dim the GPU kernels do not take
+        return _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl)
     # pdx.kernels.flash_attention picks cuDNN or its Pallas kernel for `impl` itself.
+    return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
+
+
+def _attention_onednn(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    # With "auto", pdx.kernels.flash_attention takes its CPU kernel where native kernels are allowed.
     return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
 
 
@@ -189,4 +197,5 @@ def _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, k
 
 
 _ATTENTION = K.Op("flash_attention", {"cudnn": _attention_kernel, "pallas": _attention_kernel,
-                                      "xla": _attention_reference})
+                                      "onednn": _attention_onednn, "xla": _attention_reference},
+                  prefer_if={"onednn": lambda query, key, value, mask, *_: mask is None and native_kernels()})

@@ -1,0 +1,104 @@
+// What pdx's oneDNN handlers share (_onednn.cc: convolutions and matmuls;
+// _onednn_attention.cc: attention): the engine, per-thread buffers, and running
+// parts of a call on XLA's own threads.
+
+#ifndef PDX_KERNELS_ONEDNN_H_
+#define PDX_KERNELS_ONEDNN_H_
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "dnnl.hpp"
+#include "xla/ffi/api/ffi.h"
+
+namespace pdx_dnnl {
+
+namespace ffi = xla::ffi;
+
+// Process-lifetime objects are never destroyed: at exit, XLA's threads may still be
+// running, and static destructors would tear the engine and primitives from under them.
+inline dnnl::engine& Engine() {
+  static auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
+}
+
+// Per-thread working memory that grows and is kept: a fresh allocation per call would
+// fault its pages in again every call (XLA's threads allocate from arenas that give
+// freed memory back to the system). kScratch is a primitive's scratchpad; kWeights the
+// weight copies a call shares with its parts (the calling thread waits for them);
+// kLogits / kLogitGrads an attention tile's probabilities and their gradient.
+enum Slot { kScratch, kWeights, kScaled, kLogits, kLogitGrads, kSlots };
+
+// The first 64-byte boundary at or after p (buffers are allocated 64 bytes larger).
+inline uint8_t* Aligned(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+inline uint8_t* ThreadBuffer(Slot slot, size_t n) {
+  struct Buffer {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  thread_local Buffer buffers[kSlots];
+  Buffer& b = buffers[slot];
+  if (n > b.size) {
+    b.data.reset(new uint8_t[n + 64]);
+    b.size = n;
+  }
+  return b.data ? Aligned(b.data.get()) : nullptr;
+}
+
+// Runs fn(0) .. fn(count - 1) on XLA's own threads (at most `workers` of them, the
+// calling thread included), each part single-threaded: oneDNN's OpenMP team would
+// compete with XLA's threads for the same cores. Parts are claimed from a counter, so
+// uneven parts balance, the calling thread does every part itself when the pool is busy,
+// and a call never waits on work that has not started.
+struct Parts {
+  int64_t count;
+  std::function<void(int64_t)> run;
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::string error;
+
+  void Work() {
+    omp_set_num_threads(1);
+    for (int64_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        run(i);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        error = e.what();
+      }
+      if (done.fetch_add(1) + 1 == count) {
+        std::lock_guard<std::mutex> lock(mutex);
+        finished.notify_all();
+      }
+    }
+  }
+};
+
+inline void ParallelFor(ffi::ThreadPool& pool, int64_t count, std::function<void(int64_t)> fn,
+                        int64_t workers = INT64_MAX) {
+  auto parts = std::make_shared<Parts>();
+  parts->count = count;
+  parts->run = std::move(fn);
+  for (int64_t i = 1; i < std::min(count, workers); ++i) pool.Schedule([parts] { parts->Work(); });
+  parts->Work();
+  std::unique_lock<std::mutex> lock(parts->mutex);
+  parts->finished.wait(lock, [&] { return parts->done.load() == parts->count; });
+  if (!parts->error.empty()) throw std::runtime_error(parts->error);
+}
+
+}  // namespace pdx_dnnl
+
+#endif  // PDX_KERNELS_ONEDNN_H_
