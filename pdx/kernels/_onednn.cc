@@ -144,7 +144,7 @@ void RunPart(const Geometry& g, const uint8_t* a, const uint8_t* b, uint8_t* out
   omp_set_num_threads(g.threads);
   const Plan& plan = CachedPlan(g);
   auto& engine = Engine();
-  dnnl::stream stream(engine);
+  dnnl::stream& stream = ThreadStream();
   memory::desc src_md(g.src, g.type, memory::format_tag::nhwc);
   memory::desc dst_md(g.dst, g.type, memory::format_tag::nhwc);
   memory scratchpad(plan.scratchpad, engine, ThreadBuffer(kScratch, plan.scratchpad.get_size()));
@@ -204,7 +204,7 @@ void ReorderWeights(ffi::ThreadPool& pool, const memory::desc& from_md, void* fr
     const int64_t o0 = b0 * block, o1 = std::min<int64_t>(b1 * block, dims[0]);
     memory::dims part = dims, offsets(dims.size(), 0);
     part[0] = o1 - o0, offsets[0] = o0;
-    dnnl::stream stream(engine);
+    dnnl::stream& stream = ThreadStream();
     memory src(count == 1 ? from_md : from_md.submemory_desc(part, offsets), engine, from);
     memory dst(count == 1 ? to_md : to_md.submemory_desc(part, offsets), engine, to);
     dnnl::reorder(src, dst).execute(stream, src, dst);
@@ -404,9 +404,13 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     const int64_t threads = std::max<int64_t>(1, pool.num_threads());
     const bool forward = direction == Direction::kForward || direction == Direction::kInference;
     Split parts;
-    if (images == 1 && forward && threads > 1 && g.dst[2] >= 4 * threads) {
-      // One image: its output rows (faster than oneDNN's OpenMP threads inside XLA's,
-      // except for a few rows per part).
+    // One image splits its output rows over the threads (faster than oneDNN's OpenMP
+    // threads inside XLA's), given a few rows per part, or two with a light weight;
+    // heavy weights over small maps (ResNet's 7x7 stage) run best on OpenMP.
+    const size_t weight_bytes = g.weights[0] * g.weights[1] * g.weights[2] * g.weights[3] *
+                                (g.weights.size() == 5 ? g.weights[4] : 1) * width;
+    const int64_t min_rows = (weight_bytes <= (size_t{1} << 20) ? 2 : 4) * threads;
+    if (images == 1 && forward && threads > 1 && g.dst[2] >= min_rows) {
       parts = RowParts(g, threads, width);
     }
     if (parts.geometry.empty()) {
@@ -548,7 +552,7 @@ ffi::Error Matmul(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi:
       omp_set_num_threads(part.threads);
       const MatmulPlan& plan = CachedMatmul(part);
       auto& engine = Engine();
-      dnnl::stream stream(engine);
+      dnnl::stream& stream = ThreadStream();
       void* a_rows = pa + (g.ta ? r0 : r0 * g.k) * width;
       plan.primitive.execute(stream, {{DNNL_ARG_SRC, memory(part.A(), engine, a_rows)},
                                       {DNNL_ARG_WEIGHTS, memory(part.B(), engine, pb)},

@@ -364,10 +364,14 @@ _SPLIT_CALLS = textwrap.dedent("""
     rng = np.random.default_rng(0)
     worst = {}
     # (N, H, W, C, O, k, strides, padding, groups): one image with many rows (its output rows
-    # split over the threads, strided and padded unevenly), one with few (unsplit), batches.
+    # split over the threads, strided and padded unevenly), few rows with a light weight
+    # (split in parts of 2 and 3 rows), few rows with a heavy weight or fewer rows than
+    # two per thread (unsplit), batches.
     for n, h, w, c, o, k, s, pad, groups in [(1, 40, 9, 3, 5, 3, (2, 1), ((1, 0), (1, 1)), 1),
                                              (1, 33, 12, 4, 4, 5, (1, 1), ((2, 2), (2, 2)), 2),
                                              (1, 5, 5, 8, 8, 3, (1, 1), ((1, 1), (1, 1)), 1),
+                                             (1, 5, 5, 256, 256, 3, (1, 1), ((1, 1), (1, 1)), 1),
+                                             (1, 3, 3, 8, 8, 3, (1, 1), ((1, 1), (1, 1)), 1),
                                              (3, 17, 6, 4, 6, 3, (2, 2), ((1, 1), (0, 1)), 1)]:
         x = jnp.asarray(rng.standard_normal((n, h, w, c)), jnp.float32)
         wt = jnp.asarray(rng.standard_normal((o, c // groups, k, k)) * 0.3, jnp.float32)
@@ -385,7 +389,7 @@ _SPLIT_CALLS = textwrap.dedent("""
             return float(jnp.abs(a - b).max() / (jnp.abs(b).max() + 1e-6))
         gx, gw = grad(x, wt)
         rx, rw = jax.grad(lambda x, wt: (K.conv2d_nhwc_reference(x, wt, **g) ** 2).sum(), (0, 1))(x, wt)
-        worst[f"{n}x{h}x{w} k{k} s{s}"] = max(
+        worst[f"{n}x{h}x{w}x{c} k{k} s{s}"] = max(
             err(jax.jit(lambda x, wt: K.conv2d_nhwc(x, wt, impl="onednn", **g))(x, wt), ref),
             err(kept(x, wt, token), fused), err(kept(x, wt, token), fused), err(kept(x, wt, 0), fused),
             err(gx, rx), err(gw, rw))
