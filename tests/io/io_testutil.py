@@ -119,3 +119,17 @@ class Shifted(Dataset):
 
     def __getitem__(self, i):
         return np.int64(i + self.shift + self.payload[0])
+
+
+class Scribbled(Dataset):
+    """Sample i is rows[i]'s sum, after the worker adds 1000 to that row of its own copy."""
+
+    def __init__(self, n):
+        self.rows = np.arange(n * 4096, dtype=np.float64).reshape(n, 4096)  # 32 KiB a row: out of band
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        self.rows[i] += 1000.0  # a worker's copy-on-write pages; never the main process's array
+        return np.float64(self.rows[i].sum())

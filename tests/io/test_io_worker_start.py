@@ -77,23 +77,43 @@ def test_main_module_that_starts_jax_at_import_still_gets_workers(tmp_path):
 
 def test_workers_get_the_dataset_as_it_is_when_each_epoch_starts(tmp_path, monkeypatch):
     """Workers read the dataset from a file written once per epoch: a change between epochs reaches
-    them (as with torch's per-epoch workers), and no file outlives its epoch."""
+    them (as with torch's per-epoch workers); the next epoch rewrites the same file, which goes
+    with the process's pool of them."""
     import tempfile
 
     from io_testutil import Shifted
 
+    from pdx.io import _pipeline
+
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(_pipeline, "_FILES", [])  # a pool of this test's own, under tmp_path
     data = Shifted(12)
     loader = io.DataLoader(data, batch_size=4, num_workers=2)
     it = iter(loader)
     first = [int(v) for v in np.asarray(next(it))]
-    assert len(list(tmp_path.glob("pdx-dataset-*"))) == 1  # one file for both workers
+    assert len(list(tmp_path.glob("pdx-dataset-*/*"))) == 1  # one file for both workers
     first = sorted(first + [int(v) for batch in it for v in np.asarray(batch)])
     del it
+    import gc
+
+    gc.collect()  # the first epoch's stream closes: its file goes back to the pool
     data.shift = 100
     second = sorted(int(v) for batch in loader for v in np.asarray(batch))
     assert first == list(range(12)) and second == list(range(100, 112))
-    import gc
-
+    assert len(list(tmp_path.glob("pdx-dataset-*/*"))) == 1  # rewritten, not a second file
+    _pipeline._FILES.clear()
     gc.collect()
-    assert not list(tmp_path.glob("pdx-dataset-*"))
+    assert not list(tmp_path.glob("pdx-dataset-*"))  # the pool's directory goes with the pool
+
+
+def test_workers_map_large_arrays_copy_on_write():
+    """Large arrays reach workers as views of the mapped file: right values, writable, and a
+    worker's writes stay its own (the next epoch starts from the main process's array)."""
+    from io_testutil import Scribbled
+
+    data = Scribbled(16)
+    want = sorted(float(data.rows[i].sum() + 4096 * 1000.0) for i in range(16))
+    loader = io.DataLoader(data, batch_size=4, num_workers=2)
+    for _ in range(2):
+        assert sorted(float(v) for batch in loader for v in np.asarray(batch)) == want
+    assert data.rows[0, 0] == 0.0  # the main process's array is untouched
