@@ -57,12 +57,14 @@ __all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "c
            "forget_weights", "kept_conv", "matmul", "matmul_reference", "new_weights_token", "unavailable_reason"]
 
 _HERE = Path(__file__).parent
-_SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc")  # one library; both include _onednn.h
+_SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc", _HERE / "_onednn_norm.cc")  # one library; each
+# includes _onednn.h
 _HEADER = _HERE / "_onednn.h"
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
             "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_attention_forward": "PdxAttentionForward",
-            "pdx_onednn_attention_backward": "PdxAttentionBackward"}
+            "pdx_onednn_attention_backward": "PdxAttentionBackward", "pdx_onednn_layer_norm_forward": "PdxLayerNormForward",
+            "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 # The handlers' operands and attributes, as a serialized program calls them: an artifact
 # records it, and a program written for another ABI runs its portable twin instead.

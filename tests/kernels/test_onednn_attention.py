@@ -1,4 +1,5 @@
-"""The CPU attention kernel (pdx/kernels/_onednn_attention.cc) against the pure-JAX reference.
+"""The CPU attention kernel (pdx/kernels/_onednn_attention.cc) against the pure-JAX reference;
+training and export of a block on it and on the CPU LayerNorm.
 
 The suite runs with 8 CPU devices, where "auto" keeps XLA's attention; the
 tests here name impl="onednn", and a one-device process checks what "auto"
@@ -87,14 +88,15 @@ _ONE_DEVICE = textwrap.dedent("""
     import jax, jax.numpy as jnp
     import pdx, pdx.nn as nn, pdx.nn.functional as F
 
-    class Block(nn.Layer):  # a causal self-attention block, heads of 8
+    class Block(nn.Layer):  # a pre-LayerNorm causal self-attention block, heads of 8
         def __init__(self):
             super().__init__()
-            self.qkv, self.proj, self.head = nn.Linear(16, 48), nn.Linear(16, 16), nn.Linear(16, 5)
+            self.ln, self.qkv = nn.LayerNorm(16), nn.Linear(16, 48)
+            self.proj, self.head = nn.Linear(16, 16), nn.Linear(16, 5)
 
         def forward(self, x):
             b, t, d = x.shape
-            q, k, v = pdx.unbind(pdx.reshape(self.qkv(x), [b, t, 3, 2, 8]), axis=2)
+            q, k, v = pdx.unbind(pdx.reshape(self.qkv(self.ln(x)), [b, t, 3, 2, 8]), axis=2)
             x = x + self.proj(pdx.reshape(F.scaled_dot_product_attention(q, k, v, is_causal=True), [b, t, d]))
             return self.head(x)
 
@@ -126,8 +128,10 @@ _ONE_DEVICE = textwrap.dedent("""
     print(json.dumps({
         "devices": jax.device_count(), "ours": ours, "xla": xla,
         "calls": ["pdx_onednn_attention_forward" in hlo, "pdx_onednn_attention_backward" in hlo,
-                  "pdx_onednn_attention" in xla_hlo, "pdx_onednn_attention" in masked.as_text(),
-                  "pdx_onednn_attention_forward" in program],
+                  "pdx_onednn_layer_norm_forward" in hlo, "pdx_onednn_layer_norm_backward" in hlo,
+                  "pdx_onednn_attention" in xla_hlo or "pdx_onednn_layer_norm" in xla_hlo,
+                  "pdx_onednn_attention" in masked.as_text(),
+                  "pdx_onednn_attention_forward" in program and "pdx_onednn_layer_norm_forward" in program],
         "export_diff": float(np.abs(served - np.asarray(model(x))).max())}))
 """)
 
@@ -139,9 +143,9 @@ def test_one_device_trains_and_exports_through_the_kernel(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     r = json.loads(done.stdout.strip().splitlines()[-1])
     assert r["devices"] == 1
-    # "auto" trains on the kernel (forward and backward), use_impl("xla") and a mask do not;
-    # the export's CPU program calls it too.
-    assert r["calls"] == [True, True, False, False, True]
+    # "auto" trains on the attention and LayerNorm kernels (forward and backward),
+    # use_impl("xla") and a mask do not; the export's CPU program calls them too.
+    assert r["calls"] == [True, True, True, True, False, False, True]
     np.testing.assert_allclose(r["ours"], r["xla"], rtol=1e-5)
     assert r["ours"][-1] < r["ours"][0]
     assert r["export_diff"] < 1e-5

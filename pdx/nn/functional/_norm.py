@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx import _nnx
+from pdx._lowering import native_kernels
 from pdx import kernels as K
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
@@ -219,10 +220,7 @@ def _layer_norm(x, normalized_shape, weight, bias, epsilon, impl):
 
 def _layer_norm_kernel(x, shape, axes, w, b, epsilon, impl):
     _kernel_fits(x, shape)
-    n = prod(shape)
-    return K.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
-                        None if w is None else w.reshape(n), None if b is None else b.reshape(n),
-                        eps=epsilon, impl=impl).reshape(x.shape)
+    return _layer_norm_onednn(x, shape, axes, w, b, epsilon, impl)
 
 
 def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
@@ -233,7 +231,17 @@ def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
     return _nnx.layer_norm(x, axes, w, b, epsilon)
 
 
-_LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "xla": _layer_norm_flax})
+def _layer_norm_onednn(x, shape, axes, w, b, epsilon, impl):
+    # pdx.kernels.layer_norm over x flattened to its normalized size: with "auto" it takes
+    # its CPU kernel where native kernels are allowed, the Pallas kernel with "pallas".
+    n = prod(shape)
+    return K.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
+                        None if w is None else w.reshape(n), None if b is None else b.reshape(n),
+                        eps=epsilon, impl=impl).reshape(x.shape)
+
+
+_LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "onednn": _layer_norm_onednn, "xla": _layer_norm_flax},
+                   prefer_if={"onednn": lambda x, *_: x.dtype == jnp.float32 and native_kernels()})
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noqa: A002  (Paddle's name)

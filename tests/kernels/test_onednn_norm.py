@@ -1,0 +1,50 @@
+"""The CPU LayerNorm (pdx/kernels/_onednn_norm.cc, oneDNN's layer normalization) against the reference.
+
+impl="onednn" is named here (the suite's 8 devices keep "auto" on XLA); the
+one-device training and export check is in test_onednn_attention.py.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pdx import kernels as K
+
+# (shape, with weight and bias): rows split over the threads, odd widths, one row, width 1.
+CASES = [((1024, 256), True), ((3, 7, 33), True), ((5, 40), False), ((1, 8), True), ((300, 1), True)]
+
+
+def test_onednn_layer_norm_matches_the_reference_forward_and_backward(rng):
+    for shape, affine in CASES:
+        x = jnp.asarray(rng.standard_normal(shape) * 3 + 1, jnp.float32)
+        n = shape[-1]
+        w = jnp.asarray(rng.standard_normal(n), jnp.float32) if affine else None
+        b = jnp.asarray(rng.standard_normal(n), jnp.float32) if affine else None
+        g = jnp.asarray(rng.standard_normal(shape), jnp.float32)
+        argnums = (0, 1, 2) if affine else (0,)
+
+        def loss(impl):
+            def f(x, w, b):
+                y = K.layer_norm(x, w, b, eps=1e-5, impl=impl) if impl else K.layer_norm_reference(x, w, b, eps=1e-5)
+                return jnp.sum(y * g)
+            return f
+
+        step = jax.jit(jax.value_and_grad(loss("onednn"), argnums=argnums))
+        hlo = step.lower(x, w, b).as_text()
+        assert "pdx_onednn_layer_norm_forward" in hlo and "pdx_onednn_layer_norm_backward" in hlo
+        y = jax.jit(lambda x, w, b: K.layer_norm(x, w, b, impl="onednn"))(x, w, b)
+        np.testing.assert_allclose(y, K.layer_norm_reference(x, w, b), rtol=1e-5, atol=5e-6)
+        got, want = step(x, w, b), jax.value_and_grad(loss(None), argnums=argnums)(x, w, b)
+        for a, c in zip(got[1], want[1]):
+            scale = max(1.0, float(jnp.abs(c).max()))
+            assert float(jnp.abs(a - c).max()) / scale < 2e-6, (shape, affine)
+
+
+def test_onednn_layer_norm_declines_other_dtypes_by_name():
+    x = jnp.ones((4, 8), jnp.bfloat16)
+    with pytest.raises(ValueError, match=r"layer_norm: the oneDNN layer norm takes float32; got bfloat16; "
+                                         r"use impl='auto' or impl='xla'"):
+        K.layer_norm(x, impl="onednn")
+    assert K.layer_norm(x).dtype == jnp.bfloat16  # "auto": XLA
+    assert "pdx_onednn" not in jax.jit(lambda x: K.layer_norm(x)).lower(x.astype(jnp.float32)).as_text()
