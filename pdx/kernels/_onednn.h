@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "dnnl.hpp"
 #include "xla/ffi/api/ffi.h"
@@ -112,6 +113,26 @@ inline void ParallelFor(ffi::ThreadPool& pool, int64_t count, std::function<void
   std::unique_lock<std::mutex> lock(parts->mutex);
   parts->finished.wait(lock, [&] { return parts->done.load() == parts->count; });
   if (!parts->error.empty()) throw std::runtime_error(parts->error);
+}
+
+// A handler binding with n (>= 1) more float32 buffer operands / results. Bindings are
+// neither copied nor moved: each step returns a new one.
+template <int n, typename Binding>
+auto F32Args(Binding&& binding) {
+  if constexpr (n == 1) {
+    return std::move(binding).template Arg<ffi::Buffer<ffi::F32>>();
+  } else {
+    return F32Args<n - 1>(std::move(binding).template Arg<ffi::Buffer<ffi::F32>>());
+  }
+}
+
+template <int n, typename Binding>
+auto F32Rets(Binding&& binding) {
+  if constexpr (n == 1) {
+    return std::move(binding).template Ret<ffi::Buffer<ffi::F32>>();
+  } else {
+    return F32Rets<n - 1>(std::move(binding).template Ret<ffi::Buffer<ffi::F32>>());
+  }
 }
 
 }  // namespace pdx_dnnl

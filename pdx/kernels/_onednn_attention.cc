@@ -237,26 +237,10 @@ ffi::Error Backward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<f
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxAttentionForward, Forward,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
+                              F32Rets<2>(F32Args<3>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()))
                                   .Attr<float>("scale")
                                   .Attr<int64_t>("causal"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxAttentionBackward, Backward,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
+                              F32Rets<3>(F32Args<6>(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()))
                                   .Attr<float>("scale")
                                   .Attr<int64_t>("causal"));
