@@ -48,3 +48,20 @@ def test_onednn_layer_norm_declines_other_dtypes_by_name():
         K.layer_norm(x, impl="onednn")
     assert K.layer_norm(x).dtype == jnp.bfloat16  # "auto": XLA
     assert "pdx_onednn" not in jax.jit(lambda x: K.layer_norm(x)).lower(x.astype(jnp.float32)).as_text()
+
+
+def test_functional_layers_under_use_impl_onednn_fall_back_where_the_kernels_do_not_take_them():
+    import pdx.nn.functional as F
+
+    x = jnp.linspace(-2.0, 3.0, 48).reshape(2, 4, 6)
+    mask = jnp.zeros((4, 4))
+    with K.use_impl("onednn"):
+        ln_bf16 = F.layer_norm(x.astype(jnp.bfloat16), 6)
+        ln = jax.jit(lambda x: F.layer_norm(x, 6)).lower(x).as_text()
+        q = x.reshape(2, 4, 2, 3)
+        masked = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        plain = jax.jit(lambda q: F.scaled_dot_product_attention(q, q, q)).lower(q).as_text()
+    assert "pdx_onednn_layer_norm_forward" in ln and "pdx_onednn_attention_forward" in plain
+    assert ln_bf16.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(ln_bf16, F.layer_norm(x.astype(jnp.bfloat16), 6))  # XLA's, as without the override
+    np.testing.assert_allclose(masked, F.scaled_dot_product_attention(q, q, q), atol=1e-6)

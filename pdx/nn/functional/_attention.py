@@ -187,8 +187,10 @@ def _attention_kernel(query, key, value, mask, is_causal, scale, dropout_p, key_
 
 
 def _attention_onednn(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    if mask is not None:  # the CPU kernel takes no mask (also under use_impl("onednn"))
+        return _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl)
     # With "auto", pdx.kernels.flash_attention takes its CPU kernel where native kernels are allowed.
-    return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
+    return K.flash_attention(query, key, value, causal=is_causal, scale=scale, impl=impl)
 
 
 def _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):

@@ -220,7 +220,7 @@ def _layer_norm(x, normalized_shape, weight, bias, epsilon, impl):
 
 def _layer_norm_kernel(x, shape, axes, w, b, epsilon, impl):
     _kernel_fits(x, shape)
-    return _layer_norm_onednn(x, shape, axes, w, b, epsilon, impl)
+    return _layer_norm_flat(x, shape, w, b, epsilon, impl)
 
 
 def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
@@ -232,6 +232,12 @@ def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
 
 
 def _layer_norm_onednn(x, shape, axes, w, b, epsilon, impl):
+    if x.dtype != jnp.float32:  # the CPU kernel takes float32 only (also under use_impl("onednn"))
+        return _layer_norm_flax(x, shape, axes, w, b, epsilon, impl)
+    return _layer_norm_flat(x, shape, w, b, epsilon, impl)
+
+
+def _layer_norm_flat(x, shape, w, b, epsilon, impl):
     # pdx.kernels.layer_norm over x flattened to its normalized size: with "auto" it takes
     # its CPU kernel where native kernels are allowed, the Pallas kernel with "pallas".
     n = prod(shape)
