@@ -6,10 +6,13 @@ oneDNN. This module puts oneDNN into compiled pdx programs as XLA FFI custom
 calls:
 
 1. `_onednn.cc` (FFI handlers: convolution forward, backward-data,
-   backward-weights; a matmul with either operand transposed) is compiled on
-   first use with the C++ compiler, against the headers and library of the
-   `onednn-cpu-gomp` / `onednn-devel-cpu-gomp` wheels, into a cache
-   directory keyed by the source and the versions, linked to a private copy
+   backward-weights; a matmul with either operand transposed), with
+   `_onednn_attention.cc` and `_onednn_norm.cc` (attention and LayerNorm,
+   wrapped by `_onednn_attention.py` / `_onednn_norm.py`) and their shared
+   header `_onednn.h`, is compiled on first use with the C++ compiler,
+   against the headers and library of the `onednn-cpu-gomp` /
+   `onednn-devel-cpu-gomp` wheels, into one library in a cache directory
+   keyed by the sources and the versions, linked to a private copy
    of the library (Paddle bundles another oneDNN under the same soname).
    Without a compiler or the wheels (or with `PDX_ONEDNN=0`), `available()`
    is False and everything stays on XLA.
