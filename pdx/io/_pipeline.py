@@ -163,6 +163,11 @@ class _DatasetFiles:
 _FILES: list[_DatasetFiles] = []
 
 
+def _aligned(n: int) -> int:
+    """n rounded up to a 64-byte boundary (where a dataset file's sections start)."""
+    return -(-n // 64) * 64
+
+
 def _files() -> _DatasetFiles:
     """This process's dataset files (made on first use)."""
     if not _FILES:
@@ -213,9 +218,9 @@ class _PickledOnce:
                 placed, end = [], 0
                 for raw in raws:  # offsets relative to the first buffer, each 64-byte aligned
                     placed.append((end, raw.nbytes))
-                    end += -(-raw.nbytes // 64) * 64
+                    end += _aligned(raw.nbytes)
                 header = cloudpickle.dumps((stream, placed), protocol=5)
-                start = -(-(8 + len(header)) // 64) * 64
+                start = _aligned(8 + len(header))
                 # Rewritten in place ("r+b", no truncation first): the file keeps its pages.
                 with open(path, "r+b" if os.path.exists(path) else "wb") as f:
                     f.write(len(header).to_bytes(8, "little"))
@@ -235,7 +240,7 @@ class _PickledOnce:
         with open(state["path"], "rb") as f:
             size = int.from_bytes(f.read(8), "little")
             stream, placed = pickle.loads(f.read(size))
-            start = -(-(8 + size) // 64) * 64
+            start = _aligned(8 + size)
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if placed else None
         view = memoryview(mapped) if placed else None
         self.value = pickle.loads(stream, buffers=[view[start + o:start + o + n] for o, n in placed])
