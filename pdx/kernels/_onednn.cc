@@ -219,6 +219,8 @@ struct KeptWeights {
   std::vector<std::pair<memory::desc, std::unique_ptr<uint8_t[]>>> copies;
 };
 
+constexpr int64_t kMaxParts = 256;  // channel parts per call at most (kept weights' key)
+
 std::mutex& KeptMutex() {
   static auto* mutex = new std::mutex;
   return *mutex;
@@ -232,6 +234,7 @@ std::map<std::pair<int64_t, int64_t>, std::unique_ptr<KeptWeights>>& Kept() {
 // What an inference call adds to a forward convolution (see PdxConvInference).
 struct InferenceArgs {
   int64_t token = 0, site = 0;
+  int64_t part = 0;  // a channel part's number (1, 2, ...; 0: the whole weight), kept apart
   const float* scale = nullptr;  // per output channel, applied to the weight
   const float* shift = nullptr;  // per output channel: the bias
   const uint8_t* residual = nullptr;
@@ -291,7 +294,7 @@ uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, cons
   KeptWeights* entry;
   {
     std::lock_guard<std::mutex> lock(KeptMutex());
-    auto& slot = Kept()[{args.token, args.site}];
+    auto& slot = Kept()[{args.token, args.site * kMaxParts + args.part}];
     if (!slot) slot = std::make_unique<KeptWeights>();
     entry = slot.get();
   }
@@ -353,6 +356,69 @@ Split RowParts(const Geometry& g, int64_t count, size_t width) {
   return parts;
 }
 
+// An inference call's output channels in `count` single-threaded parts, each a convolution
+// with its own slice of the weight writing a dense block of channels that is copied into
+// place; for calls with fewer images than threads and too few output rows to split
+// (heavy weights over small maps: ResNet's 7x7 stage), which would otherwise run on
+// oneDNN's OpenMP threads (2-3x slower inside XLA's than alone). No parts unless the
+// channels split into equal multiples of 16.
+Split ChannelParts(const Geometry& g, int64_t count) {
+  if (g.weights.size() != 4 || count < 2 || count > kMaxParts - 1 || g.dst[1] % (16 * count)) return {};
+  Split parts{std::vector<Geometry>(count, g), std::vector<size_t>(count, 0), std::vector<size_t>(count)};
+  const int64_t per = g.dst[1] / count;
+  for (int64_t i = 0; i < count; ++i) {
+    Geometry& part = parts.geometry[i];
+    part.threads = 1;
+    part.dst[1] = part.weights[0] = per;
+    parts.out_offset[i] = i * per;  // the part's first output channel
+  }
+  return parts;
+}
+
+// Copies `channels` channels per pixel between a dense [pixels, channels] block and the
+// channels [first, first + channels) of a [pixels, total] tensor.
+void CopyChannels(const uint8_t* from, uint8_t* to, int64_t pixels, int64_t channels, int64_t total, int64_t first,
+                  size_t width, bool into_tensor) {
+  const size_t block = channels * width, row = total * width, offset = first * width;
+  for (int64_t p = 0; p < pixels; ++p) {
+    if (into_tensor) {
+      std::memcpy(to + p * row + offset, from + p * block, block);
+    } else {
+      std::memcpy(to + p * block, from + p * row + offset, block);
+    }
+  }
+}
+
+// Runs an inference call split by ChannelParts: x is read whole by every part; each part
+// scales and keeps its own weight slice (kept under the part's number), adds its slice of
+// the bias and the residual, and writes its channels of y.
+void RunChannelParts(ffi::ThreadPool& pool, const Split& parts, const InferenceArgs& inference,
+                     memory::data_type weight_type, const uint8_t* x, const uint8_t* w, uint8_t* y) {
+  const int64_t count = parts.geometry.size();
+  const Geometry& first = parts.geometry[0];
+  const int64_t per = first.dst[1], total = per * count, pixels = first.dst[0] * first.dst[2] * first.dst[3];
+  const size_t width = ByteWidth(first.type);
+  const Plan& plan = CachedPlan(first);  // every part has the same geometry
+  const memory::desc plain(first.weights, weight_type, PlainWeights(first));
+  const size_t slice = plain.get_size();  // a part's weight: whole output channels, contiguous
+  ParallelFor(pool, count, [&](int64_t i) {
+    const Geometry& part = parts.geometry[i];
+    InferenceArgs args = inference;
+    args.part = i + 1;
+    args.scale = inference.scale + i * per;
+    uint8_t* weights = InferenceWeights(pool, args, part, plain, w + i * slice, plan.weights);
+    const uint8_t* residual = nullptr;
+    if (part.residual) {
+      uint8_t* dense = ThreadBuffer(kPartResidual, pixels * per * width);
+      CopyChannels(inference.residual, dense, pixels, per, total, i * per, width, false);
+      residual = dense;
+    }
+    uint8_t* out = ThreadBuffer(kPartOutput, pixels * per * width);
+    RunPart(part, x, nullptr, out, weights, inference.shift + i * per, residual);
+    CopyChannels(out, y, pixels, per, total, i * per, width, true);
+  });
+}
+
 ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi::AnyBuffer b,
                ffi::Result<ffi::AnyBuffer> out, Span strides, Span dilation, Span padding_lo, Span padding_hi,
                int64_t groups, const InferenceArgs* inference = nullptr) {
@@ -412,6 +478,15 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     const int64_t min_rows = (weight_bytes <= (size_t{1} << 20) ? 2 : 4) * threads;
     if (images == 1 && forward && threads > 1 && g.dst[2] >= min_rows) {
       parts = RowParts(g, threads, width);
+    }
+    if (parts.geometry.empty() && inference && images < threads) {
+      Split channels = ChannelParts(g, threads);
+      if (!channels.geometry.empty()) {
+        RunChannelParts(pool, channels, *inference, mixed ? memory::data_type::f32 : g.type,
+                        static_cast<const uint8_t*>(a.untyped_data()), static_cast<const uint8_t*>(b.untyped_data()),
+                        static_cast<uint8_t*>(out->untyped_data()));
+        return ffi::Error::Success();
+      }
     }
     if (parts.geometry.empty()) {
       parts = ImageParts(g, direction, split ? std::min<int64_t>(threads, images) : 1, src_image, dst_image);

@@ -37,8 +37,9 @@ inline dnnl::engine& Engine() {
 // fault its pages in again every call (XLA's threads allocate from arenas that give
 // freed memory back to the system). kScratch is a primitive's scratchpad; kWeights the
 // weight copies a call shares with its parts (the calling thread waits for them);
-// kLogits / kLogitGrads an attention tile's probabilities and their gradient.
-enum Slot { kScratch, kWeights, kScaled, kLogits, kLogitGrads, kSlots };
+// kPartOutput / kPartResidual a channel part's dense output and residual; kLogits /
+// kLogitGrads an attention tile's probabilities and their gradient.
+enum Slot { kScratch, kWeights, kScaled, kPartOutput, kPartResidual, kLogits, kLogitGrads, kSlots };
 
 // The first 64-byte boundary at or after p (buffers are allocated 64 bytes larger).
 inline uint8_t* Aligned(uint8_t* p) {

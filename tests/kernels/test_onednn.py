@@ -366,8 +366,9 @@ _SPLIT_CALLS = textwrap.dedent("""
     # (N, H, W, C, O, k, strides, padding, groups): one image with many rows (its output rows
     # split over the threads, strided and padded unevenly), few rows with a light weight
     # (split in parts of 2 and 3 rows), few rows with a heavy weight or fewer rows than
-    # two per thread (unsplit), batches.
+    # two per thread (unsplit, or the inference calls split by output channels), batches.
     for n, h, w, c, o, k, s, pad, groups in [(1, 40, 9, 3, 5, 3, (2, 1), ((1, 0), (1, 1)), 1),
+                                             (1, 3, 6, 48, 96, 1, (1, 1), ((0, 0), (0, 0)), 1),
                                              (1, 33, 12, 4, 4, 5, (1, 1), ((2, 2), (2, 2)), 2),
                                              (1, 5, 5, 8, 8, 3, (1, 1), ((1, 1), (1, 1)), 1),
                                              (1, 5, 5, 256, 256, 3, (1, 1), ((1, 1), (1, 1)), 1),
