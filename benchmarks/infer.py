@@ -37,7 +37,11 @@ out (host transfers included). Rows:
                      "bf16 (oneDNN)": `enable_mkldnn_bfloat16()` (its max |diff| is bfloat16 rounding)
 
 Every row's output is compared with paddle's dygraph output (max |diff|),
-so a fast wrong row shows. Timings: wall clock per call after warm-up
+so a fast wrong row shows, and for ResNet-18 also with the same network
+in float64 (torch, double precision): float32 rows differ from each other
+by their summation orders, and the float64 column shows how far each,
+paddle's dygraph included (printed under the table), is from the exact
+result. Timings: wall clock per call after warm-up
 calls, median and min over repeats; the JAX-based rows run interleaved
 (one call each per round) so they see the same background load; the eager
 frameworks' rows run alone afterwards (their OpenMP workers keep spinning).
@@ -90,6 +94,7 @@ class Row:
     times_s: list = dataclasses.field(default_factory=list)
     cpu_s: list = dataclasses.field(default_factory=list)  # process CPU time per call, all threads
     max_diff: float | None = None
+    max_diff64: float | None = None  # against the float64 reference, where there is one
     error: str | None = None
 
     @property
@@ -360,8 +365,21 @@ def settle() -> None:
     time.sleep(1.0)
 
 
+def float64_reference(state: dict, x: np.ndarray, model: str) -> np.ndarray | None:
+    """The network's output in float64 (torch in double precision; ResNet-18 only), or None."""
+    if model != "resnet18":
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    net = torch_resnet18(state).double()
+    with torch.inference_mode():
+        return net(torch.from_numpy(x.astype(np.float64))).numpy()
+
+
 def measure(rows: list[Row], x: np.ndarray, reference: np.ndarray, *, warmup: int, repeats: int,
-            budget_s: float, interleave: bool) -> None:
+            budget_s: float, interleave: bool, reference64: np.ndarray | None = None) -> None:
     """Warm up each row, check its output against `reference`, then time `repeats`
     calls per row (round robin when `interleave`), stopping early once a row spent
     `budget_s` (after 3 timings, or after 1 when it spent twice the budget)."""
@@ -373,6 +391,8 @@ def measure(rows: list[Row], x: np.ndarray, reference: np.ndarray, *, warmup: in
             t0 = time.perf_counter()
             out = row.run(x)
             row.max_diff = float(np.abs(out - reference).max())
+            if reference64 is not None:
+                row.max_diff64 = float(np.abs(out - reference64).max())
             for _ in range(warmup):
                 if time.perf_counter() - t0 > budget_s / 3:
                     break
@@ -422,8 +442,8 @@ def versions() -> str:
 
 def table(rows: list[Row]) -> str:
     lines = ["| batch | runtime | setup s | median ms | min ms | images/s | vs fastest | vs torch | "
-             "CPU ms/call | max abs diff vs paddle | calls |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "CPU ms/call | max abs diff vs paddle | vs float64 | calls |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for batch in sorted({r.batch for r in rows}):
         group = [r for r in rows if r.batch == batch]
         timed = [r for r in group if r.median_ms is not None]
@@ -431,7 +451,7 @@ def table(rows: list[Row]) -> str:
         torch_ms = next((r.median_ms for r in timed if r.name == "torch eager"), None)
         for r in group:
             if r.median_ms is None:
-                lines.append(f"| {batch} | {r.name} | | | | | | | | | failed: {r.error} |")
+                lines.append(f"| {batch} | {r.name} | | | | | | | | | | failed: {r.error} |")
                 continue
             best = r.median_ms == fastest
             name = f"**{r.name}**" if best else r.name
@@ -439,7 +459,8 @@ def table(rows: list[Row]) -> str:
             setup = f"{r.setup_s:.1f}" if r.setup_s is not None else ""
             lines.append(f"| {batch} | {name} | {setup} | {r.median_ms:.1f} | {r.min_ms:.1f} | "
                          f"{1e3 * batch / r.median_ms:.1f} | {r.median_ms / fastest:.2f} | {vs_torch} | "
-                         f"{1e3 * statistics.median(r.cpu_s):.0f} | {r.max_diff:.1e} | {len(r.times_s)} |")
+                         f"{1e3 * statistics.median(r.cpu_s):.0f} | {r.max_diff:.1e} | "
+                         f"{'' if r.max_diff64 is None else f'{r.max_diff64:.1e}'} | {len(r.times_s)} |")
     return "\n".join(lines)
 
 
@@ -478,6 +499,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     started = datetime.datetime.now(datetime.timezone.utc)
     results: list[Row] = []
+    dygraph64: dict[int, float] = {}  # paddle dygraph's own max |diff| from float64, per batch
     with tempfile.TemporaryDirectory(prefix="pdx_infer_") as workdir:
         makers = build_rows(names, state, workdir, args.threads, args.size, args.model)
         for batch in batches:
@@ -485,6 +507,9 @@ def main(argv=None) -> int:
 
             x = rng.standard_normal((batch, 3, args.size, args.size)).astype(np.float32)
             reference = pd_net(paddle.to_tensor(x)).numpy()
+            reference64 = float64_reference(state, x, args.model)
+            if reference64 is not None:
+                dygraph64[batch] = float(np.abs(reference - reference64).max())
             rows = []
             for name in names:
                 row = Row(name, batch)
@@ -499,7 +524,7 @@ def main(argv=None) -> int:
                 rows.append(row)
                 print(f"batch {batch}: {name} ready ({row.error or f'{time.perf_counter() - t0:.1f} s'})",
                       file=sys.stderr, flush=True)
-            kw = dict(warmup=args.warmup, repeats=args.repeats, budget_s=args.budget)
+            kw = dict(warmup=args.warmup, repeats=args.repeats, budget_s=args.budget, reference64=reference64)
             measure([r for r in rows if r.name in JAX_ROWS], x, reference, interleave=True, **kw)
             settle()
             measure([r for r in rows if r.name not in JAX_ROWS], x, reference, interleave=False, **kw)
@@ -512,6 +537,9 @@ def main(argv=None) -> int:
     print(f"Calls: {args.warmup} warm-up, up to {args.repeats} timed (budget {args.budget:.0f} s per row); "
           f"torch/paddle threads {args.threads}.\n")
     print(table(results))
+    if dygraph64:
+        print("\nPaddle dygraph (float32) against the float64 reference, max abs diff: " +
+              ", ".join(f"batch {b}: {d:.1e}" for b, d in sorted(dygraph64.items())))
     return 0
 
 
