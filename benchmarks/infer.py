@@ -21,9 +21,10 @@ out (host transfers included). Rows:
                      rewrite chosen by pdx for the program, weights where pdx puts them
                      (iree_params="auto": inline for depthwise programs, else arguments)
   ... inline         the same with the weights as compile-time constants (iree_params="inline")
-  ... NHWC bf16      the NHWC artifact exported with onednn_precision="bfloat16" (its oneDNN
+  ... bf16          the artifact exported with onednn_precision="bfloat16" (its oneDNN
                      program's convolutions in bfloat16, float32 accumulation): its max
                      |diff| is bfloat16 rounding, like Paddle's bf16 row
+  ... NHWC bf16      the same for the NHWC model (input transposed on the host)
   pdx IREE bf16      the buckets artifact with iree_precision="bfloat16" (convolutions as
                      patches + matmul with bfloat16 operands, float32 accumulation; weights
                      inline): its max |diff| is bfloat16 rounding
@@ -76,12 +77,13 @@ from collections.abc import Callable
 import numpy as np
 
 ROWS = ("pdx eager", "pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC",
-        "pdx XLA artifact NHWC bf16", "pdx IREE host", "pdx IREE host NHWC", "pdx IREE buckets", "pdx IREE buckets inline", "pdx IREE bf16",
+        "pdx XLA artifact bf16", "pdx XLA artifact NHWC bf16", "pdx IREE host", "pdx IREE host NHWC", "pdx IREE buckets", "pdx IREE buckets inline", "pdx IREE bf16",
         "pdx XLA artifact int8", "pdx IREE host int8", "torch eager", "paddle inference (oneDNN)",
         "paddle inference bf16 (oneDNN)", "paddle inference (no oneDNN)")
 DEFAULT_ROWS = tuple(r for r in ROWS if r != "paddle inference (no oneDNN)")  # ~6x slower than with oneDNN
 MODELS = ("resnet18", "mobilenet_v2")
-JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx XLA artifact NHWC bf16",
+JAX_ROWS = ("pdx jit", "pdx jit NHWC", "pdx XLA artifact", "pdx XLA artifact NHWC", "pdx XLA artifact bf16",
+            "pdx XLA artifact NHWC bf16",
             "pdx XLA artifact int8")  # interleaved
 
 
@@ -234,8 +236,8 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
         return ptq.convert(calib)
 
     def export(batch, data_format):
-        """The artifact for `batch` (None: XLA only, dynamic batch) and layout ("NCHW", "NHWC", "NHWC bf16" or
-        "int8")."""
+        """The artifact for `batch` (None: XLA only, dynamic batch) and layout ("NCHW", "NHWC", "NCHW bf16",
+        "NHWC bf16" or "int8")."""
         key = (batch, data_format)
         if key not in artifacts:
             import pdx
@@ -245,7 +247,7 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
             shape = [None, size, size, 3] if nhwc else [None, 3, size, size]
             targets = ("xla",) if batch is None else ("xla", "iree-llvm-cpu")
             path = os.path.join(workdir, f"{model}_{data_format.replace(' ', '_')}_b{batch or 'any'}")
-            net = int8_net() if data_format == "int8" else _pdx_net(state, "NHWC" if nhwc else data_format)
+            net = int8_net() if data_format == "int8" else _pdx_net(state, "NHWC" if nhwc else "NCHW")
             pdx.export.export(net, path, [InputSpec(shape, "float32", "image")],
                               targets=targets, iree_dims=None if batch is None else {"batch": batch},
                               differentiable=False,
@@ -333,6 +335,7 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
     all_makers = {
         "pdx eager": pdx_eager, "pdx jit": pdx_jit("NCHW"), "pdx jit NHWC": pdx_jit("NHWC"),
         "pdx XLA artifact": pdx_artifact("xla", "NCHW"), "pdx XLA artifact NHWC": pdx_artifact("xla", "NHWC"),
+        "pdx XLA artifact bf16": pdx_artifact("xla", "NCHW bf16"),
         "pdx XLA artifact NHWC bf16": pdx_artifact("xla", "NHWC bf16"),
         "pdx IREE host": pdx_artifact("iree", "NCHW"), "pdx IREE host NHWC": pdx_artifact("iree", "NHWC"),
         "pdx IREE buckets": pdx_buckets(), "pdx IREE buckets inline": pdx_buckets(iree_params="inline"),

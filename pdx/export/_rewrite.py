@@ -24,8 +24,9 @@ With `weights_token`, each of pdx's oneDNN convolutions whose weight comes
 from the weights and constants only becomes `kept_conv`, which reorders the
 weight into oneDNN's layout on the first call with a token and reuses it;
 a BatchNorm's scale folds into that weight, its shift, a residual add and a
-ReLU / ReLU6 that follow become the kernel's bias and post-ops, and max
-pools become maxima of strided slices. With `precision="bfloat16"` those
+ReLU / ReLU6 that follow become the kernel's bias and post-ops, and a max
+pool of such a convolution runs on oneDNN too (other max pools become maxima
+of strided slices). With `precision="bfloat16"` those
 convolutions take bfloat16 activations and keep a bfloat16 weight.
 
 Everything else is bound as traced; calls (`jit`, custom derivatives) are
@@ -155,14 +156,38 @@ class _PendingKept:
     def channel_axis(self) -> int:
         return 3 if self.perm is None else self.perm.index(3)
 
-    def materialize(self):
+    def materialize(self, cast: bool = True):
+        """The convolution's output; with `cast=False` in the kernel's dtype (bfloat16 under the
+        bfloat16 option) rather than the model's."""
         x, residual, dtype = self.x, self.residual, self.x.dtype
         if self.options.bf16 and dtype == jnp.float32:  # bfloat16 activations, float32 bias and accumulation
             x = x.astype(jnp.bfloat16)
             residual = None if residual is None else residual.astype(jnp.bfloat16)
         out = K.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
                           shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max, **self.params)
-        return out.astype(dtype) if self.perm is None else jnp.transpose(out.astype(dtype), self.perm)
+        out = out.astype(dtype) if cast else out
+        return out if self.perm is None else jnp.transpose(out, self.perm)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Transposed:
+    """`jnp.transpose(base, perm)`, not yet applied: an NCHW model's view of a channels-last
+    value. Elementwise ops apply to `base` (their other operands transposed back, which XLA
+    folds into a broadcast of a scalar), so the transposes around them cancel instead of
+    making XLA write and read each intermediate in the other layout."""
+
+    base: object
+    perm: tuple
+
+    def materialize(self):
+        return jnp.transpose(self.base, self.perm)
+
+
+_LAZY = (_PendingConv, _PendingKept, _Transposed)
+# Primitives that map equal-shape operands elementwise (scalars broadcast).
+_ELEMENTWISE = frozenset({"abs", "add", "and", "clamp", "convert_element_type", "div", "eq", "exp", "ge", "gt",
+                          "integer_pow", "le", "log", "logistic", "lt", "max", "min", "mul", "ne", "neg", "not",
+                          "or", "pow", "rsqrt", "select_n", "sign", "sqrt", "sub", "tanh"})
 
 
 def _constant_eval(fn, *values):
@@ -181,7 +206,7 @@ def _along(vector, ndim: int, axis: int):
 
 
 def _value(v):
-    return v.materialize() if isinstance(v, (_PendingConv, _PendingKept)) else v
+    return v.materialize() if isinstance(v, _LAZY) else v
 
 
 def _conv(x, w, params, options: _Options):
@@ -201,7 +226,7 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
 
     def read(v):
         value = raw(v)
-        if isinstance(value, (_PendingConv, _PendingKept)):
+        if isinstance(value, _LAZY):
             value = env[v] = value.materialize()
         return value
 
@@ -220,6 +245,8 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
         folded = _fold(eqn, raws, in_dynamic, uses, options)
         if folded is None:
             folded = _fold_kept(eqn, raws, in_dynamic, uses, read)
+        if folded is None:
+            folded = _fold_transposed(eqn, raws, read)
         if folded is not None:
             outvals = [folded]
         elif name in _CALLS and _CALLS[name] in eqn.params:
@@ -340,7 +367,7 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
             if pending.perm is not None:  # back to the kernel's channels-last layout
                 residual = jnp.transpose(residual, np.argsort(pending.perm))
             return dataclasses.replace(pending, residual=residual)
-        if pending.residual is not None or isinstance(other, (_PendingConv, _PendingKept)):
+        if pending.residual is not None or isinstance(other, _LAZY):
             return None
         channels = pending.w.shape[0]
         if not _per_channel(np.shape(other), len(out.shape), pending.channel_axis(), channels):
@@ -349,6 +376,31 @@ def _fold_kept(eqn, invals, in_dynamic, uses, read):
         scale, shift = _combined(name, vector, pending.scale, pending.shift)
         return dataclasses.replace(pending, scale=scale, shift=shift)
     return None
+
+
+def _fold_transposed(eqn, invals, read):
+    """A transpose of a `_Transposed` value (composed, or its base when they cancel), or an
+    elementwise op over `_Transposed` values of one perm, applied to their bases; else None."""
+    lazy = [v for v in invals if isinstance(v, _Transposed)]
+    if not lazy:
+        return None
+    name, perm = eqn.primitive.name, lazy[0].perm
+    if name == "transpose":
+        composed = tuple(perm[q] for q in eqn.params["permutation"])
+        return lazy[0].base if composed == tuple(range(len(composed))) else _Transposed(lazy[0].base, composed)
+    if name not in _ELEMENTWISE or any(v.perm != perm for v in lazy) or len(eqn.outvars) != 1:
+        return None
+    inverse = tuple(int(a) for a in np.argsort(perm))
+    args = []
+    for var, value in zip(eqn.invars, invals):
+        if isinstance(value, _Transposed):
+            args.append(value.base)
+        else:
+            value = value if isinstance(var, jex_core.Literal) else read(var)
+            args.append(value if np.ndim(value) == 0 else jnp.transpose(value, inverse))
+    with eqn.ctx.manager:
+        out = eqn.primitive.bind(*args, **eqn.primitive.get_bind_params(eqn.params))
+    return _Transposed(out, perm)
 
 
 def _per_channel(shape, ndim: int, axis: int, channels: int) -> bool:
@@ -374,17 +426,26 @@ def _dense_window(p) -> bool:
 
 
 def _kept_max_pool(x, params):
-    """A max pool of `x`; of a kept convolution whose output is still to be transposed (an NCHW
-    model), pooled channels-last and transposed after, so the transposes around it cancel."""
+    """A max pool of `x`. Of a kept convolution: on oneDNN (`K.max_pool_nhwc`) in the kernel's
+    dtype (rounding to bfloat16 keeps order, so that is the rounded max), channels-last; for
+    an NCHW model the result is a `_Transposed` view, so the transposes around it cancel."""
     if not isinstance(x, _PendingKept):
         return _max_of_slices(_value(x), **params)
-    if x.perm is None:
-        return _max_of_slices(x.materialize(), **params)
-    base, perm = dataclasses.replace(x, perm=None).materialize(), x.perm
-    order = np.argsort(perm)  # base axis j is output axis order[j]
+    perm = x.perm or (0, 1, 2, 3)
+    order = np.argsort(perm)  # the kernel's axis j is the model's axis order[j]
     moved = {k: tuple(params[k][order[j]] for j in range(len(perm)))
              for k in ("window_dimensions", "window_strides", "padding")}
-    return jnp.transpose(_max_of_slices(base, **moved), perm)
+    base = dataclasses.replace(x, perm=None).materialize(cast=False)
+    window, strides, padding = moved["window_dimensions"], moved["window_strides"], moved["padding"]
+    try:
+        if window[0] != 1 or window[3] != 1 or strides[0] != 1 or strides[3] != 1 or \
+                tuple(padding[0]) != (0, 0) or tuple(padding[3]) != (0, 0):
+            raise K.Unsupported("a window over the batch or channels", "")
+        pooled = K.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
+    except K.Unsupported:
+        pooled = _max_of_slices(base, **moved)
+    pooled = pooled.astype(x.x.dtype)
+    return pooled if x.perm is None else _Transposed(pooled, perm)
 
 
 def _max_of_slices(x, *, window_dimensions, window_strides, padding, **_):

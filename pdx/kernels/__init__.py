@@ -42,6 +42,8 @@ from pdx.kernels._onednn import forget_weights
 from pdx.kernels._onednn import kept_conv
 from pdx.kernels._onednn import matmul
 from pdx.kernels._onednn import matmul_reference
+from pdx.kernels._onednn import max_pool_nhwc
+from pdx.kernels._onednn import max_pool_nhwc_reference
 from pdx.kernels._onednn import new_weights_token
 from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
 from pdx.kernels._norms import NORM_MAX_FEATURES
@@ -80,6 +82,8 @@ __all__ = [
     "forget_weights",
     "get_impl",
     "kept_conv",
+    "max_pool_nhwc",
+    "max_pool_nhwc_reference",
     "matmul",
     "matmul_reference",
     "new_weights_token",

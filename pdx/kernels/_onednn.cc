@@ -17,6 +17,8 @@
 // later calls with that token skip both. Token 0 keeps nothing. shift is the kernel's bias,
 // residual (y's shape, used where the attribute `residual` is 1) and relu are post-ops.
 // PdxForgetWeights(token) frees a token's weights (the artifact is gone).
+// PdxMaxPool(x [N,H,W,C]) -> y [N,OH,OW,C]: a max pool of inference programs (padding never
+// wins; attributes kernel, strides, padding_lo, padding_hi), whole images split over the threads.
 //
 // Attributes (int64 arrays of length 2): strides, dilation (1 = dense),
 // padding_lo, padding_hi; and groups (the weight is [out, in / groups, kh, kw]).
@@ -479,7 +481,7 @@ ffi::Error Run(ffi::ThreadPool pool, Direction direction, ffi::AnyBuffer a, ffi:
     if (images == 1 && forward && threads > 1 && g.dst[2] >= min_rows) {
       parts = RowParts(g, threads, width);
     }
-    if (parts.geometry.empty() && inference && images < threads) {
+    if (parts.geometry.empty() && inference && images > 0 && images < threads) {
       Split channels = ChannelParts(g, threads);
       if (!channels.geometry.empty()) {
         RunChannelParts(pool, channels, *inference, mixed ? memory::data_type::f32 : g.type,
@@ -683,6 +685,83 @@ ffi::Error Inference(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, f
   return Run(pool, Direction::kInference, x, w, y, strides, dilation, padding_lo, padding_hi, groups, &args);
 }
 
+// ---------------------------------------------------------------------------- max pool
+
+struct PoolGeometry {
+  memory::data_type type;
+  memory::dims src, dst, kernel, strides, padding_lo, padding_hi;  // src / dst logical {N, C, H, W}
+
+  auto key() const { return std::tie(type, src, dst, kernel, strides, padding_lo, padding_hi); }
+  bool operator<(const PoolGeometry& other) const { return key() < other.key(); }
+};
+
+struct PoolPlan {
+  dnnl::pooling_forward primitive;
+  memory::desc scratchpad;
+};
+
+const PoolPlan& CachedPool(const PoolGeometry& g) {
+  static auto* mutex = new std::mutex;
+  static auto* plans = new std::map<PoolGeometry, std::unique_ptr<PoolPlan>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& slot = (*plans)[g];
+  if (!slot) {
+    omp_set_num_threads(1);  // each part runs on one thread
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto pd = dnnl::pooling_forward::primitive_desc(
+        Engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max,
+        memory::desc(g.src, g.type, memory::format_tag::nhwc), memory::desc(g.dst, g.type, memory::format_tag::nhwc),
+        g.strides, g.kernel, memory::dims{0, 0}, g.padding_lo, g.padding_hi, attr);
+    slot = std::make_unique<PoolPlan>(PoolPlan{dnnl::pooling_forward(pd), pd.scratchpad_desc()});
+  }
+  return *slot;
+}
+
+ffi::Error MaxPool(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, Span kernel, Span strides,
+                   Span padding_lo, Span padding_hi) {
+  if (x.element_type() != y->element_type() ||
+      (x.element_type() != ffi::DataType::F32 && x.element_type() != ffi::DataType::BF16)) {
+    return ffi::Error::InvalidArgument("pdx oneDNN max pool: x and y must both be float32 or bfloat16");
+  }
+  if (x.dimensions().size() != 4 || y->dimensions().size() != 4 || kernel.size() != 2 || strides.size() != 2 ||
+      padding_lo.size() != 2 || padding_hi.size() != 2) {
+    return ffi::Error::InvalidArgument("pdx oneDNN max pool: 4-D operands and 2-element attributes expected");
+  }
+  PoolGeometry g;
+  g.type = x.element_type() == ffi::DataType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  g.src = Nchw(x.dimensions()), g.dst = Nchw(y->dimensions());
+  g.kernel = {kernel[0], kernel[1]}, g.strides = {strides[0], strides[1]};
+  g.padding_lo = {padding_lo[0], padding_lo[1]}, g.padding_hi = {padding_hi[0], padding_hi[1]};
+  try {
+    const int64_t images = g.src[0];
+    const size_t width = ByteWidth(g.type);
+    const size_t src_image = g.src[1] * g.src[2] * g.src[3] * width, dst_image = g.dst[1] * g.dst[2] * g.dst[3] * width;
+    const int64_t count = std::max<int64_t>(1, std::min<int64_t>(pool.num_threads(), images));
+    const auto* px = static_cast<const uint8_t*>(x.untyped_data());
+    auto* py = static_cast<uint8_t*>(y->untyped_data());
+    ParallelFor(pool, count, [&](int64_t i) {
+      const int64_t n0 = images * i / count, n1 = images * (i + 1) / count;
+      if (n1 == n0) return;
+      PoolGeometry part = g;
+      part.src[0] = part.dst[0] = n1 - n0;
+      const PoolPlan& plan = CachedPool(part);
+      dnnl::stream& stream = ThreadStream();
+      auto& engine = Engine();
+      plan.primitive.execute(stream, {
+          {DNNL_ARG_SRC, memory(memory::desc(part.src, part.type, memory::format_tag::nhwc), engine,
+                                const_cast<uint8_t*>(px + n0 * src_image))},
+          {DNNL_ARG_DST, memory(memory::desc(part.dst, part.type, memory::format_tag::nhwc), engine,
+                                py + n0 * dst_image)},
+          {DNNL_ARG_SCRATCHPAD, memory(plan.scratchpad, engine, ThreadBuffer(kScratch, plan.scratchpad.get_size()))}});
+      stream.wait();
+    });
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("pdx oneDNN max pool: ") + e.what());
+  }
+  return ffi::Error::Success();
+}
+
 // The attributes every convolution handler takes, after its operands.
 template <typename Binding>
 auto WithGeometry(Binding binding) {
@@ -721,6 +800,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvForward, Forward, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardData, BackwardData, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvBackwardWeights, BackwardWeights, Binding());
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxConvInference, Inference, InferenceBinding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMaxPool, MaxPool,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<Span>("kernel")
+                                  .Attr<Span>("strides")
+                                  .Attr<Span>("padding_lo")
+                                  .Attr<Span>("padding_hi"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()

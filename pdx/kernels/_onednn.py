@@ -57,7 +57,8 @@ from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
 __all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
-           "forget_weights", "kept_conv", "matmul", "matmul_reference", "new_weights_token", "unavailable_reason"]
+           "forget_weights", "kept_conv", "matmul", "matmul_reference", "max_pool_nhwc", "max_pool_nhwc_reference",
+           "new_weights_token", "unavailable_reason"]
 
 _HERE = Path(__file__).parent
 _SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc", _HERE / "_onednn_norm.cc")  # one library; each
@@ -65,13 +66,13 @@ _SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc", _HERE / "_oned
 _HEADER = _HERE / "_onednn.h"
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
-            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_attention_forward": "PdxAttentionForward",
+            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_max_pool": "PdxMaxPool", "pdx_onednn_attention_forward": "PdxAttentionForward",
             "pdx_onednn_attention_backward": "PdxAttentionBackward", "pdx_onednn_layer_norm_forward": "PdxLayerNormForward",
             "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 # The handlers' operands and attributes, as a serialized program calls them: an artifact
 # records it, and a program written for another ABI runs its portable twin instead.
-ABI = 3
+ABI = 4
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {}
 
@@ -435,6 +436,65 @@ def conv2d_nhwc(x, w, *, strides, padding, dilation, groups: int = 1, impl: Impl
     geometry = {"strides": tuple(int(s) for s in strides), "dilation": tuple(int(d) for d in dilation),
                 "padding": tuple((int(lo), int(hi)) for lo, hi in padding), "groups": int(groups)}
     return CONV2D_NHWC(impl, x, w, **geometry)
+
+
+# ---------------------------------------------------------------------------- max pool
+
+def max_pool_nhwc_reference(x, *, kernel, strides, padding):
+    """What `max_pool_nhwc` computes, in plain `lax` (padding is -inf)."""
+    lowest = jnp.array(-jnp.inf, x.dtype)
+    return jax.lax.reduce_window(x, lowest, jax.lax.max, (1, *kernel, 1), (1, *strides, 1), ((0, 0), *padding, (0, 0)))
+
+
+def _max_pool_shape(shape, kernel, strides, padding):
+    n, h, w, c = shape
+    size = [(d + lo + hi - k) // s + 1 for d, k, s, (lo, hi) in zip((h, w), kernel, strides, padding)]
+    return (n, *size, c)
+
+
+_max_pool_p = Primitive("pdx_onednn_max_pool")
+_max_pool_p.def_impl(lambda x, **p: jax.jit(functools.partial(_max_pool_p.bind, **p))(x))
+_max_pool_p.def_abstract_eval(lambda x, *, kernel, strides, padding: jax.core.ShapedArray(
+    _max_pool_shape(x.shape, kernel, strides, padding), x.dtype))
+
+
+def _lower_max_pool(ctx, x, *, kernel, strides, padding):
+    (out,) = ctx.avals_out
+    call = jax.ffi.ffi_call("pdx_onednn_max_pool", jax.ShapeDtypeStruct(out.shape, out.dtype))
+    attrs = {"kernel": np.asarray(kernel, np.int64), "strides": np.asarray(strides, np.int64),
+             "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
+             "padding_hi": np.asarray([hi for _, hi in padding], np.int64)}
+    return mlir.lower_fun(lambda x: call(x, **attrs), multiple_results=False)(ctx, x)
+
+
+mlir.register_lowering(_max_pool_p, _lower_max_pool, platform="cpu")
+mlir.register_lowering(_max_pool_p, mlir.lower_fun(max_pool_nhwc_reference, multiple_results=False))
+
+
+def max_pool_nhwc(x, *, kernel, strides, padding):
+    """Max pool of channels-last x [N, H, W, C] (float32 / bfloat16) over H and W, on oneDNN.
+
+    For inference programs (no derivative rule): windows `kernel`, `strides`,
+    `padding` ((lo, hi) per spatial dim; padding never wins, as -inf in
+    `max_pool_nhwc_reference`). Whole images split over XLA's threads. Raises
+    `Unsupported` where oneDNN cannot run or the arguments do not fit.
+
+    >>> max_pool_nhwc(jnp.ones((1, 4, 4, 2)), kernel=(2, 2), strides=(2, 2), padding=((0, 0), (0, 0))).shape
+    (1, 2, 2, 2)
+    """
+    reason = _load()
+    if reason is not None:
+        raise Unsupported(f"oneDNN max pooling is unavailable: {reason}", "use max_pool_nhwc_reference")
+    kernel, strides = tuple(int(k) for k in kernel), tuple(int(s) for s in strides)
+    padding = tuple((int(lo), int(hi)) for lo, hi in padding)
+    if (x.ndim != 4 or x.dtype not in (jnp.float32, jnp.bfloat16) or len(kernel) != 2 or len(strides) != 2
+            or len(padding) != 2 or min(kernel + strides) < 1 or min(p for lh in padding for p in lh) < 0
+            or any(lo >= k or hi >= k for (lo, hi), k in zip(padding, kernel))
+            or not _sized(*x.shape[1:]) or min(_max_pool_shape(x.shape, kernel, strides, padding)[1:3]) < 1):
+        raise Unsupported(f"oneDNN max pooling takes float32/bfloat16 x [N, H, W, C] with 2-D windows, padding "
+                          f"smaller than the window and a nonempty output; got x {x.dtype}{tuple(x.shape)}, "
+                          f"kernel {kernel}, strides {strides}, padding {padding}")
+    return _max_pool_p.bind(x, kernel=kernel, strides=strides, padding=padding)
 
 
 # ---------------------------------------------------------------------------- matmul

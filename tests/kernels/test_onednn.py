@@ -127,6 +127,11 @@ def test_onednn_declines_what_it_does_not_take():
     with pytest.raises(ValueError, match=r"conv2d_nhwc: oneDNN convolutions take float32/bfloat16.*impl='xla'"):
         K.conv2d_nhwc(x, w, **geo, impl="onednn")
     assert K.conv2d_nhwc(x, w, **geo).dtype == jnp.float16  # "auto" runs XLA's
+    pool = {"kernel": (2, 2), "strides": (2, 2), "padding": ((0, 0), (0, 0))}
+    with pytest.raises(K.Unsupported, match=r"oneDNN max pooling takes float32/bfloat16.*float16"):
+        K.max_pool_nhwc(jnp.ones((1, 4, 4, 2), jnp.float16), **pool)
+    with pytest.raises(K.Unsupported, match=r"padding smaller than the window.*padding \(\(2, 2\)"):
+        K.max_pool_nhwc(jnp.ones((1, 4, 4, 2)), **dict(pool, padding=((2, 2), (0, 0))))
 
 
 _SINGLE_DEVICE = textwrap.dedent("""
@@ -394,12 +399,22 @@ _SPLIT_CALLS = textwrap.dedent("""
             err(jax.jit(lambda x, wt: K.conv2d_nhwc(x, wt, impl="onednn", **g))(x, wt), ref),
             err(kept(x, wt, token), fused), err(kept(x, wt, token), fused), err(kept(x, wt, 0), fused),
             err(gx, rx), err(gw, rw))
+    # max pools (images split over the threads), float32 and bfloat16: exact
+    for n, h, w, c, k, s, pad in [(1, 12, 11, 16, (3, 3), (2, 2), ((1, 1), (1, 1))),
+                                  (3, 9, 7, 5, (2, 3), (1, 2), ((1, 0), (0, 2)))]:
+        for dtype in (jnp.float32, jnp.bfloat16):
+            x = jnp.asarray(rng.standard_normal((n, h, w, c)), dtype)
+            pool = jax.jit(lambda x: K.max_pool_nhwc(x, kernel=k, strides=s, padding=pad))(x)
+            ref = K.max_pool_nhwc_reference(x, kernel=k, strides=s, padding=pad)
+            assert pool.shape == ref.shape and pool.dtype == ref.dtype
+            worst[f"pool {n}x{h}x{w}x{c} {jnp.dtype(dtype).name}"] = float(jnp.abs(pool - ref).max())
     print(json.dumps({"devices": jax.device_count(), "worst": worst}))
 """)
 
 
 def test_on_one_device_split_calls_match_lax(tmp_path):
-    # One device: XLA's threads split each call (by image, or one image's output rows).
+    # One device: XLA's threads split each call (by image, one image's output rows, or an
+    # inference call's output channels); max pools split by image.
     r = _on_one_device(_SPLIT_CALLS, tmp_path)
     assert r["devices"] == 1
     assert max(r["worst"].values()) < 1e-5, r["worst"]
@@ -442,8 +457,9 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     path = pdx.export.export(net, tmp_path / "block", [pdx.jit.InputSpec([None, *shape])])
     native = _module(path / "program_onednn.jaxexport")
     assert native.count("pdx_onednn_conv_inference") == 2
-    assert "residual = 1" in native and "stablehlo.maximum" in native  # (the max pool's maxima)
+    assert "residual = 1" in native and native.count("pdx_onednn_max_pool") == 1  # the max pool on oneDNN
     assert "reduce_window" not in native and "stablehlo.minimum" not in native  # ReLU6 is a post-op
+    assert "stablehlo.transpose" not in native or data_format == "NCHW"
     pred = pdx.export.load(path)
     assert pred.program == "onednn"
     for batch in (1, 4):
