@@ -127,7 +127,7 @@ def get_worker_info() -> WorkerInfo | None:
 # JAX, no backend started), pdx's core and pdx.io, and the image transforms
 # (numpy and Pillow, 30 ms a worker would spend importing them again). The fork
 # server imports them once; every worker is a fork of that server.
-_SERVER_PRELOAD = ["pdx.io._pipeline", "pdx.vision.transforms"]
+_SERVER_PRELOAD = ["pdx.io._pipeline", "pdx.vision.transforms", "pdx.io._frozen_heap"]  # the last freezes the heap
 
 
 def _worker_context():

@@ -92,17 +92,19 @@ class ShardedRange(IterableDataset):
 
 
 class ForkInfo(Dataset):
-    """Sample i: JSON {"pid", "parent", "backend", "poll"}: the loading process, its parent, whether it holds
-    a JAX backend, and how often it will check for the stop signal once it has made its last batch."""
+    """Sample i: JSON {"pid", "parent", "backend", "poll", "frozen"}: the loading process, its parent, whether it
+    holds a JAX backend, how often it will check for the stop signal once it has made its last batch, and how
+    many objects its garbage collector never walks (those the fork server froze)."""
 
     def __getitem__(self, idx):
+        import gc
         import json
 
         from grain._src.python.dataset.transformations import process_prefetch
         from jax._src import xla_bridge
 
         return json.dumps({"pid": os.getpid(), "parent": os.getppid(), "backend": bool(xla_bridge._backends),
-                           "poll": process_prefetch._PARENT_EXHAUSTED_WAIT_S})
+                           "poll": process_prefetch._PARENT_EXHAUSTED_WAIT_S, "frozen": gc.get_freeze_count()})
 
     def __len__(self):
         return 4

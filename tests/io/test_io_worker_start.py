@@ -25,6 +25,10 @@ def test_workers_are_forks_of_a_server_started_with_the_loader():
     # a worker that made its last batch notices the stop signal quickly, so
     # an epoch's end does not wait for grain's 0.5 s poll
     assert {s["poll"] for s in samples} == {0.01}
+    # the server froze what it imported (JAX, grain, pdx): a worker's collections skip it
+    assert min(s["frozen"] for s in samples) > 50_000, samples
+    from pdx.io import _frozen_heap
+    assert not _frozen_heap.frozen  # imported anywhere but the server, it leaves the heap alone
     again = [json.loads(s) for batch in io.DataLoader(ForkInfo(), batch_size=2, num_workers=2) for s in batch]
     assert {s["parent"] for s in again} == {server}  # a later loader reuses the server
 
