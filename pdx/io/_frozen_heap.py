@@ -8,9 +8,9 @@ those objects in its own collections: a worker's first full collection
 them before its first batch, and walking them would also copy their memory
 pages into every worker.
 
-Only the fork server freezes (it runs as `python -c` with
-`multiprocessing.forkserver` loaded); imported anywhere else this module does
-nothing.
+Only the fork server freezes: the import must come from inside
+`multiprocessing.forkserver.main` (its preload step); imported anywhere else
+this module does nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ __all__ = ["frozen"]
 
 
 def _in_fork_server() -> bool:
-    return sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules
+    """Whether this import runs inside the fork server's preload (a frame of forkserver.main)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "main" and frame.f_globals.get("__name__") == "multiprocessing.forkserver":
+            return True
+        frame = frame.f_back
+    return False
 
 
 frozen = _in_fork_server()
