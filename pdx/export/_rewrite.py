@@ -26,7 +26,8 @@ weight into oneDNN's layout on the first call with a token and reuses it;
 a BatchNorm's scale folds into that weight, its shift, a residual add and a
 ReLU / ReLU6 that follow become the kernel's bias and post-ops, and a max
 pool of such a convolution runs on oneDNN too (other max pools become maxima
-of strided slices). With `precision="bfloat16"` those
+of strided slices); a oneDNN matmul with such a weight (a Linear) becomes
+`kept_matmul`. With `precision="bfloat16"` those
 convolutions take bfloat16 activations and keep a bfloat16 weight.
 
 Everything else is bound as traced; calls (`jit`, custom derivatives) are
@@ -269,6 +270,9 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
             elif pool:
                 outvals = [_kept_max_pool(invals[0], eqn.params)]
+            elif name == K.ONEDNN_MATMUL and options.token is not None and in_dynamic[0] and not in_dynamic[1] \
+                    and not eqn.params["transpose_a"] and _is_f32(invals):
+                outvals = [_kept_matmul(*invals, eqn.params["transpose_b"], options)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
                 lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
                 out = lax.dot_general(lhs, rhs, eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
@@ -446,6 +450,16 @@ def _kept_max_pool(x, params):
         pooled = _max_of_slices(base, **moved)
     pooled = pooled.astype(x.x.dtype)
     return pooled if x.perm is None else _Transposed(pooled, perm)
+
+
+def _kept_matmul(a, b, transpose_b: bool, options: _Options):
+    """One of pdx's oneDNN matmuls with a constant weight (a Linear) as `K.kept_matmul`: its
+    weight reordered once per token (as bfloat16 under the bfloat16 option)."""
+    lhs = a.astype(jnp.bfloat16) if options.bf16 else a
+    try:
+        return K.kept_matmul(lhs, b, options.token, site=next(options.sites), transpose_b=transpose_b)
+    except K.Unsupported:
+        return K.matmul(a, b, transpose_b=transpose_b)
 
 
 def _max_of_slices(x, *, window_dimensions, window_strides, padding, **_):

@@ -39,7 +39,9 @@ from pdx.kernels._onednn import TARGETS as ONEDNN_TARGETS
 from pdx.kernels._onednn import conv2d_nhwc
 from pdx.kernels._onednn import conv2d_nhwc_reference
 from pdx.kernels._onednn import forget_weights
+from pdx.kernels._onednn import MATMUL_PRIMITIVE as ONEDNN_MATMUL
 from pdx.kernels._onednn import kept_conv
+from pdx.kernels._onednn import kept_matmul
 from pdx.kernels._onednn import matmul
 from pdx.kernels._onednn import matmul_reference
 from pdx.kernels._onednn import max_pool_nhwc
@@ -67,6 +69,7 @@ __all__ = [
     "NORM_MAX_FEATURES",
     "ONEDNN_ABI",
     "ONEDNN_FORWARD",
+    "ONEDNN_MATMUL",
     "ONEDNN_TARGETS",
     "OPS",
     "AttentionBlockSizes",
@@ -82,6 +85,7 @@ __all__ = [
     "forget_weights",
     "get_impl",
     "kept_conv",
+    "kept_matmul",
     "max_pool_nhwc",
     "max_pool_nhwc_reference",
     "matmul",

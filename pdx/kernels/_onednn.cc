@@ -1,6 +1,10 @@
 // 2-D convolutions and matmuls on oneDNN, called from XLA:CPU as typed FFI custom calls.
 //
 // PdxMatmul(a, b) -> op(a) @ op(b), op a transpose where the attributes ask.
+// PdxMatmulInference(a [M,K], b, token) -> c [M,N] float32 = a @ op(b), op(b) = b [K,N] or, with
+// the attribute transpose_b, b [N,K] transposed: b float32 and constant per token (an artifact's
+// Linear weight), kept in the kernel's layout under (token, site) like PdxConvInference's
+// weights (as bfloat16 when a is bfloat16).
 // For convolutions, three handlers, one per direction of a convolution with channels-last
 // activations and the weight in Paddle's [out, in, kh, kw] layout:
 //
@@ -643,6 +647,124 @@ ffi::Error Matmul(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi:
   return ffi::Error::Success();
 }
 
+// ---------------------------------------------------------------------------- inference matmul, kept weights
+
+// One part of c's columns [n0, n0 + n): a [m, k] @ op(b)[:, n0:n0 + n] into a dense [m, n] block.
+struct KeptMatmulGeometry {
+  memory::data_type type;  // a's, and the kept weight's
+  int64_t m, k, n, n_total;
+  bool tb;
+
+  auto key() const { return std::tie(type, m, k, n, n_total, tb); }
+  bool operator<(const KeptMatmulGeometry& other) const { return key() < other.key(); }
+
+  memory::desc A() const { return memory::desc({m, k}, type, memory::dims{k, 1}); }
+  memory::desc PlainB() const {  // the part's columns of op(b), float32 as stored
+    return tb ? memory::desc({k, n}, memory::data_type::f32, memory::dims{1, k})
+              : memory::desc({k, n}, memory::data_type::f32, memory::dims{n_total, 1});
+  }
+  memory::desc C() const { return memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1}); }
+};
+
+struct KeptMatmulPlan {
+  dnnl::matmul primitive;
+  memory::desc weights, scratchpad;
+};
+
+const KeptMatmulPlan& CachedKeptMatmul(const KeptMatmulGeometry& g) {
+  static auto* mutex = new std::mutex;
+  static auto* plans = new std::map<KeptMatmulGeometry, std::unique_ptr<KeptMatmulPlan>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& slot = (*plans)[g];
+  if (!slot) {
+    omp_set_num_threads(1);  // each part runs on one thread
+    memory::desc any_weights({g.k, g.n}, g.type, memory::format_tag::any);
+    auto pd = dnnl::matmul::primitive_desc(Engine(), g.A(), any_weights, g.C(), Attributes());
+    slot = std::make_unique<KeptMatmulPlan>(KeptMatmulPlan{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()});
+  }
+  return *slot;
+}
+
+// The part's weight in the plan's layout: kept under (token, site, part), or reordered into
+// this thread's buffer for token 0.
+uint8_t* KeptMatmulWeights(int64_t token, int64_t key, const memory::desc& from_md, const uint8_t* from,
+                           const memory::desc& to_md) {
+  auto reorder = [&](uint8_t* to) {
+    memory src(from_md, Engine(), const_cast<uint8_t*>(from)), dst(to_md, Engine(), to);
+    dnnl::reorder(src, dst).execute(ThreadStream(), src, dst);
+    ThreadStream().wait();
+  };
+  if (token == 0) {
+    uint8_t* to = ThreadBuffer(kWeights, to_md.get_size());
+    reorder(to);
+    return to;
+  }
+  KeptWeights* entry;
+  {
+    std::lock_guard<std::mutex> lock(KeptMutex());
+    auto& slot = Kept()[{token, key}];
+    if (!slot) slot = std::make_unique<KeptWeights>();
+    entry = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(entry->mutex);
+  for (auto& copy : entry->copies) {
+    if (copy.first == to_md) return Aligned(copy.second.get());
+  }
+  std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
+  reorder(Aligned(data.get()));
+  entry->copies.emplace_back(to_md, std::move(data));
+  return Aligned(entry->copies.back().second.get());
+}
+
+ffi::Error MatmulInference(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer token,
+                           ffi::Result<ffi::AnyBuffer> c, int64_t transpose_b, int64_t site) {
+  if ((a.element_type() != ffi::DataType::F32 && a.element_type() != ffi::DataType::BF16) ||
+      b.element_type() != ffi::DataType::F32 || c->element_type() != ffi::DataType::F32) {
+    return ffi::Error::InvalidArgument("pdx oneDNN matmul: a float32 or bfloat16, b and c float32 expected");
+  }
+  if (token.element_type() != ffi::DataType::S32 || token.element_count() != 1) {
+    return ffi::Error::InvalidArgument("pdx oneDNN matmul: the weights token must be an int32 scalar");
+  }
+  if (a.dimensions().size() != 2 || b.dimensions().size() != 2 || c->dimensions().size() != 2) {
+    return ffi::Error::InvalidArgument("pdx oneDNN matmul: 2-D operands expected");
+  }
+  KeptMatmulGeometry g;
+  g.type = a.element_type() == ffi::DataType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  g.tb = transpose_b != 0;
+  g.m = c->dimensions()[0], g.n_total = c->dimensions()[1], g.k = a.dimensions()[1];
+  const int64_t key_token = *static_cast<const int32_t*>(token.untyped_data());
+  try {
+    // Columns split over XLA's threads in blocks of 64: each part reads only its columns of b.
+    const int64_t blocks = (g.n_total + 63) / 64;
+    const int64_t count = std::max<int64_t>(1, std::min<int64_t>({pool.num_threads(), blocks, kMaxParts - 1}));
+    const auto* pa = static_cast<const uint8_t*>(a.untyped_data());
+    const auto* pb = static_cast<const uint8_t*>(b.untyped_data());
+    auto* pc = static_cast<float*>(c->untyped_data());
+    ParallelFor(pool, count, [&](int64_t i) {
+      const int64_t n0 = std::min(g.n_total, blocks * i / count * 64);
+      const int64_t n1 = std::min(g.n_total, blocks * (i + 1) / count * 64);
+      if (n1 == n0) return;
+      KeptMatmulGeometry part = g;
+      part.n = n1 - n0;
+      const KeptMatmulPlan& plan = CachedKeptMatmul(part);
+      const uint8_t* b_part = pb + (g.tb ? n0 * g.k : n0) * sizeof(float);
+      uint8_t* weights = KeptMatmulWeights(key_token, site * kMaxParts + i + 1, part.PlainB(), b_part, plan.weights);
+      auto* out = reinterpret_cast<float*>(ThreadBuffer(kPartOutput, part.m * part.n * sizeof(float)));
+      auto& engine = Engine();
+      plan.primitive.execute(ThreadStream(), {
+          {DNNL_ARG_SRC, memory(part.A(), engine, const_cast<uint8_t*>(pa))},
+          {DNNL_ARG_WEIGHTS, memory(plan.weights, engine, weights)},
+          {DNNL_ARG_DST, memory(part.C(), engine, out)},
+          {DNNL_ARG_SCRATCHPAD, memory(plan.scratchpad, engine, ThreadBuffer(kScratch, plan.scratchpad.get_size()))}});
+      ThreadStream().wait();
+      for (int64_t r = 0; r < part.m; ++r) std::memcpy(pc + r * g.n_total + n0, out + r * part.n, part.n * sizeof(float));
+    });
+  } catch (const std::exception& e) {
+    return ffi::Error::Internal(std::string("pdx oneDNN matmul: ") + e.what());
+  }
+  return ffi::Error::Success();
+}
+
 ffi::Error Forward(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y, Span strides,
                    Span dilation, Span padding_lo, Span padding_hi, int64_t groups) {
   return Run(pool, Direction::kForward, x, w, y, strides, dilation, padding_lo, padding_hi, groups);
@@ -809,6 +931,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMaxPool, MaxPool,
                                   .Attr<Span>("strides")
                                   .Attr<Span>("padding_lo")
                                   .Attr<Span>("padding_hi"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmulInference, MatmulInference,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("transpose_b")
+                                  .Attr<int64_t>("site"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxMatmul, Matmul,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()

@@ -57,7 +57,8 @@ from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
 __all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "TARGETS", "available", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
-           "forget_weights", "kept_conv", "matmul", "matmul_reference", "max_pool_nhwc", "max_pool_nhwc_reference",
+           "forget_weights", "kept_conv", "kept_matmul", "matmul", "matmul_reference", "max_pool_nhwc",
+           "max_pool_nhwc_reference",
            "new_weights_token", "unavailable_reason"]
 
 _HERE = Path(__file__).parent
@@ -66,7 +67,8 @@ _SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc", _HERE / "_oned
 _HEADER = _HERE / "_onednn.h"
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
-            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_max_pool": "PdxMaxPool", "pdx_onednn_attention_forward": "PdxAttentionForward",
+            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_max_pool": "PdxMaxPool",
+            "pdx_onednn_matmul_inference": "PdxMatmulInference", "pdx_onednn_attention_forward": "PdxAttentionForward",
             "pdx_onednn_attention_backward": "PdxAttentionBackward", "pdx_onednn_layer_norm_forward": "PdxLayerNormForward",
             "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
@@ -565,6 +567,54 @@ def _prefer_onednn_matmul(a, b, *, transpose_a, transpose_b) -> bool:
 
 
 MATMUL = Op("matmul", {"onednn": _onednn_matmul, "xla": matmul_reference}, prefer_if={"onednn": _prefer_onednn_matmul})
+MATMUL_PRIMITIVE = _matmul_p.name  # as program rewrites see it
+
+
+def _kept_matmul_reference(a, b, token, *, transpose_b, site):
+    del token, site
+    b = (b.T if transpose_b else b).astype(a.dtype)  # a bfloat16 `a` takes the weight rounded to bfloat16
+    return jnp.matmul(a, b, preferred_element_type=jnp.float32)
+
+
+_kept_matmul_p = Primitive("pdx_onednn_matmul_inference")
+_kept_matmul_p.def_impl(lambda *args, **p: jax.jit(functools.partial(_kept_matmul_p.bind, **p))(*args))
+_kept_matmul_p.def_abstract_eval(lambda a, b, token, *, transpose_b, site: jax.core.ShapedArray(
+    (a.shape[0], b.shape[0] if transpose_b else b.shape[1]), jnp.float32))
+
+
+def _lower_kept_matmul(ctx, a, b, token, *, transpose_b, site):
+    (out,) = ctx.avals_out
+    call = jax.ffi.ffi_call("pdx_onednn_matmul_inference", jax.ShapeDtypeStruct(out.shape, out.dtype))
+    return mlir.lower_fun(lambda *args: call(*args, transpose_b=np.int64(transpose_b), site=np.int64(site)),
+                          multiple_results=False)(ctx, a, b, token)
+
+
+mlir.register_lowering(_kept_matmul_p, _lower_kept_matmul, platform="cpu")
+mlir.register_lowering(_kept_matmul_p, mlir.lower_fun(_kept_matmul_reference, multiple_results=False))
+
+
+def kept_matmul(a, b, token, *, site: int, transpose_b: bool = False):
+    """Inference matmul whose weight keeps its oneDNN layout between calls with the same `token`:
+    float32 `a @ op(b)`, op(b) = b or b.T (`transpose_b`), for a [M, K] float32 or bfloat16 and a
+    float32 weight b (kept as bfloat16 for a bfloat16 `a`, with float32 accumulation).
+
+    As `kept_conv`: the first call with a token reorders b (each thread's block of columns)
+    and keeps it under (token, `site`); token 0 keeps nothing; a weight that changes under
+    the same token gives wrong results. No derivative rule.
+
+    >>> kept_matmul(jnp.ones((2, 3)), jnp.ones((3, 4)), np.int32(0), site=1).shape
+    (2, 4)
+    """
+    reason = _load()
+    if reason is not None:
+        raise Unsupported(f"oneDNN matmuls are unavailable: {reason}", "use the portable program")
+    k = b.shape[1] if transpose_b else b.shape[0]
+    if (a.ndim != 2 or b.ndim != 2 or a.dtype not in (jnp.float32, jnp.bfloat16) or b.dtype != jnp.float32
+            or not _sized(*b.shape) or a.shape[1] != k):
+        raise Unsupported(f"kept oneDNN matmuls take a float32/bfloat16 a [M, K] and a float32 b [K, N] (or [N, K] "
+                          f"with transpose_b); got a {a.dtype}{tuple(a.shape)}, b {b.dtype}{tuple(b.shape)}, "
+                          f"transpose_b={transpose_b}")
+    return _kept_matmul_p.bind(a, b, jnp.asarray(token, jnp.int32), transpose_b=bool(transpose_b), site=int(site))
 
 
 def matmul(a, b, *, transpose_a: bool = False, transpose_b: bool = False, impl: Impl = "auto"):

@@ -408,6 +408,16 @@ _SPLIT_CALLS = textwrap.dedent("""
             ref = K.max_pool_nhwc_reference(x, kernel=k, strides=s, padding=pad)
             assert pool.shape == ref.shape and pool.dtype == ref.dtype
             worst[f"pool {n}x{h}x{w}x{c} {jnp.dtype(dtype).name}"] = float(jnp.abs(pool - ref).max())
+    # kept matmuls (columns split over the threads; kept twice under a token, then token 0)
+    for m, k, n, tb in [(1, 512, 1000, False), (5, 37, 70, True)]:
+        a = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
+        b = jnp.asarray(rng.standard_normal((n, k) if tb else (k, n)), jnp.float32)
+        for dtype in (jnp.float32, jnp.bfloat16):
+            mm = jax.jit(lambda a, b, t: K.kept_matmul(a, b, t, site=1, transpose_b=tb))
+            ref = jnp.matmul(a.astype(dtype), (b.T if tb else b).astype(dtype), preferred_element_type=jnp.float32)
+            token = _onednn.new_weights_token()
+            worst[f"kept matmul {m}x{k}x{n} {jnp.dtype(dtype).name}"] = max(
+                err(mm(a.astype(dtype), b, t), ref) for t in (token, token, 0))
     print(json.dumps({"devices": jax.device_count(), "worst": worst}))
 """)
 
@@ -458,6 +468,7 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     native = _module(path / "program_onednn.jaxexport")
     assert native.count("pdx_onednn_conv_inference") == 2
     assert "residual = 1" in native and native.count("pdx_onednn_max_pool") == 1  # the max pool on oneDNN
+    assert native.count("pdx_onednn_matmul_inference") == 1  # the Linear keeps its weight too
     assert "reduce_window" not in native and "stablehlo.minimum" not in native  # ReLU6 is a post-op
     assert "stablehlo.transpose" not in native or data_format == "NCHW"
     pred = pdx.export.load(path)
