@@ -122,14 +122,7 @@ Plan MakePlan(const Geometry& g) {
   throw std::runtime_error("unknown convolution direction");
 }
 
-const Plan& CachedPlan(const Geometry& g) {
-  static auto* mutex = new std::mutex;
-  static auto* plans = new std::map<Geometry, std::unique_ptr<Plan>>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  auto& slot = (*plans)[g];
-  if (!slot) slot = std::make_unique<Plan>(MakePlan(g));
-  return *slot;
-}
+const Plan& CachedPlan(const Geometry& g) { return Cached<Plan>(g, MakePlan); }
 
 memory::dims Nchw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[3], d[1], d[2]}; }
 memory::dims Oihw(ffi::AnyBuffer::Dimensions d) { return {d[0], d[1], d[2], d[3]}; }
@@ -591,16 +584,11 @@ struct MatmulPlan {
 };
 
 const MatmulPlan& CachedMatmul(const MatmulGeometry& g) {
-  static auto* mutex = new std::mutex;
-  static auto* plans = new std::map<MatmulGeometry, std::unique_ptr<MatmulPlan>>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  auto& slot = (*plans)[g];
-  if (!slot) {
+  return Cached<MatmulPlan>(g, [](const MatmulGeometry& g) {
     omp_set_num_threads(g.threads);
     auto pd = dnnl::matmul::primitive_desc(Engine(), g.A(), g.B(), g.C(), Attributes());
-    slot = std::make_unique<MatmulPlan>(MatmulPlan{dnnl::matmul(pd), pd.scratchpad_desc()});
-  }
-  return *slot;
+    return MatmulPlan{dnnl::matmul(pd), pd.scratchpad_desc()};
+  });
 }
 
 ffi::Error Matmul(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> c,
@@ -672,17 +660,12 @@ struct KeptMatmulPlan {
 };
 
 const KeptMatmulPlan& CachedKeptMatmul(const KeptMatmulGeometry& g) {
-  static auto* mutex = new std::mutex;
-  static auto* plans = new std::map<KeptMatmulGeometry, std::unique_ptr<KeptMatmulPlan>>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  auto& slot = (*plans)[g];
-  if (!slot) {
+  return Cached<KeptMatmulPlan>(g, [](const KeptMatmulGeometry& g) {
     omp_set_num_threads(1);  // each part runs on one thread
     memory::desc any_weights({g.k, g.n}, g.type, memory::format_tag::any);
     auto pd = dnnl::matmul::primitive_desc(Engine(), g.A(), any_weights, g.C(), Attributes());
-    slot = std::make_unique<KeptMatmulPlan>(KeptMatmulPlan{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()});
-  }
-  return *slot;
+    return KeptMatmulPlan{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()};
+  });
 }
 
 // The part's weight in the plan's layout: kept under (token, site, part), or reordered into
@@ -823,21 +806,14 @@ struct PoolPlan {
 };
 
 const PoolPlan& CachedPool(const PoolGeometry& g) {
-  static auto* mutex = new std::mutex;
-  static auto* plans = new std::map<PoolGeometry, std::unique_ptr<PoolPlan>>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  auto& slot = (*plans)[g];
-  if (!slot) {
+  return Cached<PoolPlan>(g, [](const PoolGeometry& g) {
     omp_set_num_threads(1);  // each part runs on one thread
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     auto pd = dnnl::pooling_forward::primitive_desc(
         Engine(), dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max,
         memory::desc(g.src, g.type, memory::format_tag::nhwc), memory::desc(g.dst, g.type, memory::format_tag::nhwc),
-        g.strides, g.kernel, memory::dims{0, 0}, g.padding_lo, g.padding_hi, attr);
-    slot = std::make_unique<PoolPlan>(PoolPlan{dnnl::pooling_forward(pd), pd.scratchpad_desc()});
-  }
-  return *slot;
+        g.strides, g.kernel, memory::dims{0, 0}, g.padding_lo, g.padding_hi, Attributes());
+    return PoolPlan{dnnl::pooling_forward(pd), pd.scratchpad_desc()};
+  });
 }
 
 ffi::Error MaxPool(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y, Span kernel, Span strides,

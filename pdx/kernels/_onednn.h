@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -114,6 +115,18 @@ inline void ParallelFor(ffi::ThreadPool& pool, int64_t count, std::function<void
   std::unique_lock<std::mutex> lock(parts->mutex);
   parts->finished.wait(lock, [&] { return parts->done.load() == parts->count; });
   if (!parts->error.empty()) throw std::runtime_error(parts->error);
+}
+
+// The plan `make(g)` returns, made once per geometry `g` and kept for the process (one cache
+// per call site: `make` is a lambda of its own type); safe to call from XLA's threads.
+template <typename Plan, typename Geometry, typename Make>
+const Plan& Cached(const Geometry& g, Make make) {
+  static auto* mutex = new std::mutex;
+  static auto* plans = new std::map<Geometry, std::unique_ptr<Plan>>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  auto& slot = (*plans)[g];
+  if (!slot) slot = std::make_unique<Plan>(make(g));
+  return *slot;
 }
 
 // A handler binding with n (>= 1) more float32 buffer operands / results. Bindings are

@@ -33,11 +33,7 @@ memory::desc Rows(int64_t rows, int64_t cols) { return memory::desc({rows, cols}
 memory::desc Vector(int64_t n) { return memory::desc({n}, memory::data_type::f32, memory::format_tag::a); }
 
 const NormPlan& CachedNorm(int64_t rows, int64_t cols, float eps) {
-  static auto* mutex = new std::mutex;
-  static auto* plans = new std::map<std::tuple<int64_t, int64_t, float>, std::unique_ptr<NormPlan>>;
-  std::lock_guard<std::mutex> lock(*mutex);
-  auto& slot = (*plans)[{rows, cols, eps}];
-  if (!slot) {
+  return Cached<NormPlan>(std::make_tuple(rows, cols, eps), [&](const auto&) {
     omp_set_num_threads(1);  // each part runs on one thread
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -47,11 +43,9 @@ const NormPlan& CachedNorm(int64_t rows, int64_t cols, float eps) {
     auto backward = dnnl::layer_normalization_backward::primitive_desc(
         Engine(), dnnl::prop_kind::backward, Rows(rows, cols), Rows(rows, cols), Rows(rows, cols), Vector(rows), eps,
         flags, forward, attr);
-    slot = std::make_unique<NormPlan>(NormPlan{dnnl::layer_normalization_forward(forward),
-                                               dnnl::layer_normalization_backward(backward),
-                                               forward.scratchpad_desc(), backward.scratchpad_desc()});
-  }
-  return *slot;
+    return NormPlan{dnnl::layer_normalization_forward(forward), dnnl::layer_normalization_backward(backward),
+                    forward.scratchpad_desc(), backward.scratchpad_desc()};
+  });
 }
 
 // [r0, r1) of `count` parts of `rows`.
