@@ -441,12 +441,13 @@ def _kept_max_pool(x, params):
              for k in ("window_dimensions", "window_strides", "padding")}
     base = dataclasses.replace(x, perm=None).materialize(cast=False)
     window, strides, padding = moved["window_dimensions"], moved["window_strides"], moved["padding"]
-    try:
-        if window[0] != 1 or window[3] != 1 or strides[0] != 1 or strides[3] != 1 or \
-                tuple(padding[0]) != (0, 0) or tuple(padding[3]) != (0, 0):
-            raise K.Unsupported("a window over the batch or channels", "")
-        pooled = K.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
-    except K.Unsupported:
+    pooled = None
+    if all(window[a] == 1 and strides[a] == 1 and tuple(padding[a]) == (0, 0) for a in (0, 3)):  # spatial only
+        try:
+            pooled = K.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
+        except K.Unsupported:  # arguments oneDNN's pooling does not take
+            pass
+    if pooled is None:
         pooled = _max_of_slices(base, **moved)
     pooled = pooled.astype(x.x.dtype)
     return pooled if x.perm is None else _Transposed(pooled, perm)

@@ -35,19 +35,19 @@ from pdx.kernels._onednn import ABI as ONEDNN_ABI
 from pdx.kernels._onednn import CONV2D_NHWC
 from pdx.kernels._onednn import FORWARD as ONEDNN_FORWARD
 from pdx.kernels._onednn import MATMUL
+from pdx.kernels._onednn import MATMUL_PRIMITIVE as ONEDNN_MATMUL
 from pdx.kernels._onednn import TARGETS as ONEDNN_TARGETS
 from pdx.kernels._onednn import conv2d_nhwc
 from pdx.kernels._onednn import conv2d_nhwc_reference
-from pdx.kernels._onednn import forget_weights
-from pdx.kernels._onednn import MATMUL_PRIMITIVE as ONEDNN_MATMUL
-from pdx.kernels._onednn import kept_conv
-from pdx.kernels._onednn import kept_matmul
 from pdx.kernels._onednn import matmul
 from pdx.kernels._onednn import matmul_reference
-from pdx.kernels._onednn import max_pool_nhwc
-from pdx.kernels._onednn import max_pool_nhwc_reference
-from pdx.kernels._onednn import new_weights_token
 from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
+from pdx.kernels._onednn_inference import forget_weights
+from pdx.kernels._onednn_inference import kept_conv
+from pdx.kernels._onednn_inference import kept_matmul
+from pdx.kernels._onednn_inference import max_pool_nhwc
+from pdx.kernels._onednn_inference import max_pool_nhwc_reference
+from pdx.kernels._onednn_inference import new_weights_token
 from pdx.kernels._norms import NORM_MAX_FEATURES
 from pdx.kernels._norms import RMS_NORM
 from pdx.kernels._norms import NormBlockSizes

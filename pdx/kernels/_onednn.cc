@@ -275,6 +275,26 @@ void ScaleWeights(const Geometry& g, memory::data_type type, const uint8_t* from
   }
 }
 
+// The weight kept under (token, key) in layout `to_md` (a key's kernels may want several
+// layouts, e.g. per batch size); `fill` writes it on first use.
+uint8_t* KeptCopy(int64_t token, int64_t key, const memory::desc& to_md, const std::function<void(uint8_t*)>& fill) {
+  KeptWeights* entry;
+  {
+    std::lock_guard<std::mutex> lock(KeptMutex());
+    auto& slot = Kept()[{token, key}];
+    if (!slot) slot = std::make_unique<KeptWeights>();
+    entry = slot.get();
+  }
+  std::lock_guard<std::mutex> lock(entry->mutex);
+  for (auto& copy : entry->copies) {
+    if (copy.first == to_md) return Aligned(copy.second.get());
+  }
+  std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
+  fill(Aligned(data.get()));
+  entry->copies.emplace_back(to_md, std::move(data));
+  return Aligned(entry->copies.back().second.get());
+}
+
 // The scaled weight in the plan's layout `to_md`: kept under (token, site), or made for
 // this call (token 0) in the calling thread's buffers.
 uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, const Geometry& g,
@@ -290,26 +310,14 @@ uint8_t* InferenceWeights(ffi::ThreadPool& pool, const InferenceArgs& args, cons
     prepare(scaled, to);
     return to;
   }
-  KeptWeights* entry;
-  {
-    std::lock_guard<std::mutex> lock(KeptMutex());
-    auto& slot = Kept()[{args.token, args.site * kMaxParts + args.part}];
-    if (!slot) slot = std::make_unique<KeptWeights>();
-    entry = slot.get();
-  }
-  std::lock_guard<std::mutex> lock(entry->mutex);
-  for (auto& copy : entry->copies) {
-    if (copy.first == to_md) return Aligned(copy.second.get());
-  }
-  std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
-  if (to_md == from_md) {
-    prepare(Aligned(data.get()), Aligned(data.get()));
-  } else {
-    std::unique_ptr<uint8_t[]> scaled(new uint8_t[plain_size + 64]);
-    prepare(Aligned(scaled.get()), Aligned(data.get()));
-  }
-  entry->copies.emplace_back(to_md, std::move(data));
-  return Aligned(entry->copies.back().second.get());
+  return KeptCopy(args.token, args.site * kMaxParts + args.part, to_md, [&](uint8_t* to) {
+    if (to_md == from_md) {
+      prepare(to, to);
+    } else {
+      std::unique_ptr<uint8_t[]> scaled(new uint8_t[plain_size + 64]);
+      prepare(Aligned(scaled.get()), to);
+    }
+  });
 }
 
 // A call's parts: each part's geometry and its first byte in a and in out.
@@ -682,21 +690,7 @@ uint8_t* KeptMatmulWeights(int64_t token, int64_t key, const memory::desc& from_
     reorder(to);
     return to;
   }
-  KeptWeights* entry;
-  {
-    std::lock_guard<std::mutex> lock(KeptMutex());
-    auto& slot = Kept()[{token, key}];
-    if (!slot) slot = std::make_unique<KeptWeights>();
-    entry = slot.get();
-  }
-  std::lock_guard<std::mutex> lock(entry->mutex);
-  for (auto& copy : entry->copies) {
-    if (copy.first == to_md) return Aligned(copy.second.get());
-  }
-  std::unique_ptr<uint8_t[]> data(new uint8_t[to_md.get_size() + 64]);
-  reorder(Aligned(data.get()));
-  entry->copies.emplace_back(to_md, std::move(data));
-  return Aligned(entry->copies.back().second.get());
+  return KeptCopy(token, key, to_md, reorder);
 }
 
 ffi::Error MatmulInference(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b, ffi::AnyBuffer token,

@@ -322,13 +322,11 @@ def test_an_artifact_carries_a_onednn_program_equal_to_its_portable_one(tmp_path
 
 
 def test_kept_weights_are_per_token_and_site_and_freed(rng):
-    from pdx.kernels import _onednn
-
     g = GEOMETRIES[0]
     x, w, geometry = _operands(g, rng)
     w2 = w * -2.0
-    run = jax.jit(lambda x, w, t, site: _onednn.kept_conv(x, w, t, site=1, **geometry), static_argnums=3)
-    a, b = _onednn.new_weights_token(), _onednn.new_weights_token()
+    run = jax.jit(lambda x, w, t, site: K.kept_conv(x, w, t, site=1, **geometry), static_argnums=3)
+    a, b = K.new_weights_token(), K.new_weights_token()
     assert a != b
     want, want2 = K.conv2d_nhwc_reference(x, w, **geometry), K.conv2d_nhwc_reference(x, w2, **geometry)
     _close(run(x, w, a, 1), want, "first call")
@@ -336,10 +334,10 @@ def test_kept_weights_are_per_token_and_site_and_freed(rng):
     _close(run(x, w2, 0, 1), want2, "token 0 keeps nothing")
     _close(run(x, w, 0, 1), want, "token 0 keeps nothing, again")
     _close(run(x, w, a, 1), want, "the kept weights")
-    _onednn.forget_weights(a)
+    K.forget_weights(a)
     _close(run(x, w2, a, 1), want2, "after forget_weights the token takes new weights")
-    _onednn.forget_weights(a)
-    _onednn.forget_weights(b)
+    K.forget_weights(a)
+    K.forget_weights(b)
 
 
 def test_an_artifact_reorders_a_weight_computed_from_its_input_every_call(tmp_path, rng):
@@ -364,7 +362,6 @@ _SPLIT_CALLS = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
     from pdx import kernels as K
-    from pdx.kernels import _onednn
 
     rng = np.random.default_rng(0)
     worst = {}
@@ -387,8 +384,8 @@ _SPLIT_CALLS = textwrap.dedent("""
         shift = jnp.asarray(rng.standard_normal(o), jnp.float32)
         res = jnp.asarray(rng.standard_normal(ref.shape), jnp.float32)
         fused = jnp.maximum(K.conv2d_nhwc_reference(x, wt * scale[:, None, None, None], **g) + shift + res, 0)
-        token = _onednn.new_weights_token()
-        kept = jax.jit(lambda x, wt, t: _onednn.kept_conv(x, wt, t, site=1, scale=scale, shift=shift, residual=res,
+        token = K.new_weights_token()
+        kept = jax.jit(lambda x, wt, t: K.kept_conv(x, wt, t, site=1, scale=scale, shift=shift, residual=res,
                                                           relu=True, **g))
         grad = jax.jit(jax.grad(lambda x, wt: (K.conv2d_nhwc(x, wt, impl="onednn", **g) ** 2).sum(), (0, 1)))
         def err(a, b):
@@ -415,7 +412,7 @@ _SPLIT_CALLS = textwrap.dedent("""
         for dtype in (jnp.float32, jnp.bfloat16):
             mm = jax.jit(lambda a, b, t: K.kept_matmul(a, b, t, site=1, transpose_b=tb))
             ref = jnp.matmul(a.astype(dtype), (b.T if tb else b).astype(dtype), preferred_element_type=jnp.float32)
-            token = _onednn.new_weights_token()
+            token = K.new_weights_token()
             worst[f"kept matmul {m}x{k}x{n} {jnp.dtype(dtype).name}"] = max(
                 err(mm(a.astype(dtype), b, t), ref) for t in (token, token, 0))
     print(json.dumps({"devices": jax.device_count(), "worst": worst}))
