@@ -78,8 +78,14 @@ def axes_metadata(axis_names: Sequence | None) -> dict:
     return {_AXES: tuple(axis_names), "eager_sharding": False}
 
 
-def logical_axes(var: nnx.Variable) -> tuple | None:
-    """The Variable's logical axis names, or None when it declares none."""
+def logical_axes(var) -> tuple | None:
+    """The Variable's logical axis names, or None when it declares none.
+
+    A plain array kept as a Layer attribute (Paddle's `self.pe = paddle.to_tensor(table)`)
+    is a leaf of the model's state without a Variable around it: it declares none.
+    """
+    if not isinstance(var, nnx.Variable):
+        return None
     names = var.get_metadata(_AXES, None)
     return tuple(names) if names is not None else None
 
