@@ -3,5 +3,7 @@
 from pdx.optimizer import lr
 from pdx.optimizer._optimizer import Optimizer
 from pdx.optimizer._optimizers import SGD, Adagrad, Adam, AdamW, Adamax, Lamb, Momentum, RMSProp
+from pdx.optimizer._update import MasterWeightsState, apply_update, init_opt_state, master_weights
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "Momentum", "Optimizer", "RMSProp", "lr"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "MasterWeightsState", "Momentum", "Optimizer",
+           "RMSProp", "apply_update", "init_opt_state", "lr", "master_weights"]

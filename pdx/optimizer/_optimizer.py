@@ -31,6 +31,7 @@ from flax import nnx
 from pdx import _placement
 from pdx.nn import GradientClipBase
 from pdx.optimizer import _transforms
+from pdx.optimizer._update import MasterWeightsState, apply_update, compute_dtype, init_opt_state, master_weights
 from pdx.optimizer.lr import LRScheduler, _as_float, _traced
 from pdx.regularizer import L1Decay, L2Decay, WeightDecayRegularizer
 
@@ -87,11 +88,6 @@ def _as_hyper(cls: str, arg: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{cls}: {arg} must be a float; got {value!r}")
     return float(value)
-
-
-def _compute_dtype(dtype):
-    # Low-precision parameters are updated (and their state kept) in float32.
-    return jnp.promote_types(dtype, jnp.float32)
 
 
 def _low_precision(dtype) -> bool:
@@ -166,16 +162,18 @@ class Optimizer(nnx.Pytree):
         self._parameter_vars = nnx.List(variables)
         self._groups = tuple(groups)
         self._trainable = tuple(n for g in groups for n in g.names)
+        by_name = dict(zip(names, variables))
+        # (name, dtype name) of each parameter with a float32 master copy in the state (static)
+        self._master_dtypes = tuple((n, str(by_name[n].get_value().dtype)) for n in self._trainable
+                                    if self._multi_precision and _low_precision(by_name[n].get_value().dtype))
+        self._set_transformation()
+        self._opt_state = nnx.data(_wrap_state(init_opt_state(self._tx, self._param_values()), by_name))
+
+    def _set_transformation(self) -> None:
         self._tx = self._build(None)
         # One compiled update for eager steps (op-by-op dispatch of a whole
         # optimizer is slow); inside a traced train step it is simply inlined.
-        self._apply = jax.jit(functools.partial(_apply_updates, self._tx))
-
-        by_name = dict(zip(names, variables))
-        self._master = nnx.data({n: nnx.OptArray(by_name[n].get_value().astype(jnp.float32), **_sharding_metadata(by_name[n]))
-                                 for n in self._trainable
-                                 if self._multi_precision and _low_precision(by_name[n].get_value().dtype)})
-        self._opt_state = nnx.data(_wrap_state(self._tx.init(self._param_values()), by_name))
+        self._apply = jax.jit(functools.partial(apply_update, self._tx))
 
     @property
     def _default_dict(self) -> dict:
@@ -292,7 +290,8 @@ class Optimizer(nnx.Pytree):
                 chain.append(("grad_clip", group.grad_clip.transformation(group.need_clip)))
             chain.append(("update", self._group_transform(group, learning_rate)))
             parts.append((group.names, optax.named_chain(*chain)))
-        return _transforms.partition_by_name(parts)
+        tx = _transforms.partition_by_name(parts)
+        return master_weights(tx, dict(self._master_dtypes)) if self._master_dtypes else tx
 
     def transformation(self) -> optax.GradientTransformationExtraArgs:
         """This optimizer's math as a pure optax transformation.
@@ -331,13 +330,19 @@ class Optimizer(nnx.Pytree):
         by_name = dict(zip(self._names, self._parameter_vars))
         return [(name, by_name[name]) for name in self._trainable]
 
-    def add_master_weights(self, names) -> None:
+    def add_master_weights(self, names, dtype=None) -> None:
         """Keep float32 master copies of these trainable parameters, taken from
         their current values (names not trained by this optimizer are ignored).
 
         `pdx.amp.decorate(..., master_weight=True)` calls it before casting a
         model to float16/bfloat16; the update then runs on the float32 copy and
-        the low-precision parameter is written from it.
+        the low-precision parameter is written from it. The copies are part of
+        the optimizer state (`opt_state`, `TrainState.opt_state`, checkpoints).
+
+        Args:
+          names: trainable parameter names (`trainable_parameters()`).
+          dtype: the dtype the parameters are (or are about to be) kept in;
+            default: each parameter's current dtype.
 
         Example:
             >>> import pdx
@@ -349,11 +354,19 @@ class Optimizer(nnx.Pytree):
             True
         """
         by_name = dict(self.trainable_parameters())
-        masters = dict(self._master)
-        for name in names:
-            if name in by_name and name not in masters:
-                masters[name] = nnx.OptArray(by_name[name].get_value().astype(jnp.float32))
-        self._master = nnx.data(masters)
+        dtypes = dict(self._master_dtypes)
+        added = [n for n in names if n in by_name and n not in dtypes]
+        if not added:
+            return
+        state = self.opt_state
+        masters, inner = (dict(state.masters), state.inner) if dtypes else ({}, state)
+        for name in added:
+            value = by_name[name].get_value()
+            dtypes[name] = str(jnp.dtype(dtype if dtype is not None else value.dtype))
+            masters[name] = value.astype(jnp.float32)
+        self._master_dtypes = tuple(dtypes.items())
+        self._set_transformation()
+        self._opt_state = nnx.data(_wrap_state(MasterWeightsState(masters, inner), dict(self.named_parameters())))
 
     @property
     def opt_state(self):
@@ -381,7 +394,7 @@ class Optimizer(nnx.Pytree):
           ['bias', 'weight']
         """
         # One compiled init instead of an eager zeros kernel per parameter shape.
-        fresh = jax.jit(self.transformation().init)(dict(params))
+        fresh = jax.jit(functools.partial(init_opt_state, self.transformation()))(dict(params))
         current = self.opt_state
         same = jax.tree.structure(current) == jax.tree.structure(fresh) and all(
             a.shape == b.shape and a.dtype == b.dtype for a, b in zip(jax.tree.leaves(current), jax.tree.leaves(fresh)))
@@ -397,16 +410,9 @@ class Optimizer(nnx.Pytree):
         return list(self._parameter_vars)
 
     def _param_values(self) -> dict:
-        """Trainable parameters in compute precision (float32 masters where kept)."""
+        """Trainable parameters' current values by name (the update promotes them)."""
         by_name = dict(zip(self._names, self._parameter_vars))
-        out = {}
-        for name in self._trainable:
-            if name in self._master:
-                out[name] = self._master[name].get_value()
-            else:
-                value = by_name[name].get_value()
-                out[name] = value.astype(_compute_dtype(value.dtype))
-        return out
+        return {name: by_name[name].get_value() for name in self._trainable}
 
     def _current_lr(self):
         if self._lr_scheduler is not None:
@@ -445,16 +451,14 @@ class Optimizer(nnx.Pytree):
             shape = tuple(by_name[name].get_value().shape)
             if tuple(g.shape) != shape:
                 raise ValueError(f"{cls}.step: the gradient of {name!r} has shape {tuple(g.shape)} but the parameter has shape {shape}")
-            grads[name] = _placement.constrain_grad(by_name[name], g.astype(params[name].dtype))
+            grads[name] = _placement.constrain_grad(by_name[name], g.astype(compute_dtype(params[name].dtype)))
         state = jax.tree.map(lambda v: v.get_value(), self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))
         new_params, state = self._apply(params, grads, state, self._current_lr())
         jax.tree.map(lambda v, x: v.set_value(_placement.constrain_value(v, x)), self._opt_state, state,
                      is_leaf=lambda x: isinstance(x, nnx.Variable))
         for name, new in new_params.items():
             var = by_name[name]
-            if name in self._master:
-                self._master[name].set_value(_placement.constrain_value(self._master[name], new))
-            var.set_value(_placement.constrain_value(var, new.astype(var.get_value().dtype)))
+            var.set_value(_placement.constrain_value(var, new))
 
     def _match_grads(self, grads) -> dict:
         cls = type(self).__name__
@@ -561,9 +565,12 @@ class Optimizer(nnx.Pytree):
 
     # -- state -------------------------------------------------------------------------------------
     def _flat_state(self) -> dict:
-        leaves = jax.tree_util.tree_flatten_with_path(self._opt_state, is_leaf=lambda x: isinstance(x, nnx.Variable))[0]
+        state, masters = self._opt_state, {}
+        if isinstance(state, MasterWeightsState):  # Paddle's layout: the copies under 'master_weights'
+            state, masters = state.inner, state.masters
+        leaves = jax.tree_util.tree_flatten_with_path(state, is_leaf=lambda x: isinstance(x, nnx.Variable))[0]
         out = {jax.tree_util.keystr(path, simple=True, separator="/"): var for path, var in leaves}
-        out.update({f"master_weights/{n}": v for n, v in self._master.items()})
+        out.update({f"master_weights/{n}": v for n, v in masters.items()})
         return out
 
     def state_dict(self) -> dict:
@@ -631,12 +638,6 @@ def _wrap_state(state, by_name: dict):
         return nnx.OptArray(leaf)
 
     return jax.tree_util.tree_map_with_path(wrap, state)
-
-
-def _apply_updates(tx, params, grads, state, learning_rate):
-    """One pure optimizer step: (params, grads, state, lr) -> (new params, new state)."""
-    updates, state = tx.update(grads, state, params, learning_rate=learning_rate)
-    return {n: p + updates[n].astype(p.dtype) for n, p in params.items()}, state
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -40,11 +40,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import nnx
 
 from pdx import _placement
 from pdx.amp import GradScaler, LossScaleState
+from pdx.optimizer import apply_update
 
 __all__ = ["TrainState"]
 
@@ -206,6 +206,10 @@ class TrainState:
     def apply_gradients(self, grads: dict) -> "TrainState":
         """One optimizer update from `grads` (a dict shaped like `params`).
 
+        The same update `Optimizer.step` runs (`pdx.optimizer.apply_update`):
+        computed in float32, master weights (`multi_precision=True`) kept in
+        `opt_state`.
+
         Returns:
           A new state with updated params and opt_state and step + 1.
         """
@@ -214,12 +218,11 @@ class TrainState:
         unknown = sorted(set(grads) ^ set(self.params))
         if unknown:
             raise KeyError(f"TrainState.apply_gradients: grads and params differ in keys {unknown}")
-        to_opt = {m: o for m, o in self.spec.opt_names}
-        p = {to_opt[m]: v.astype(jnp.promote_types(v.dtype, jnp.float32)) for m, v in self.params.items()}
-        g = {to_opt[m]: grads[m].astype(p[to_opt[m]].dtype) for m in self.params}
-        updates, opt_state = self.spec.tx.update(g, self.opt_state, p, learning_rate=self.lr)
-        new = optax.apply_updates(p, updates)
-        params = {m: new[o].astype(self.params[m].dtype) for m, o in self.spec.opt_names}
+        to_opt = dict(self.spec.opt_names)
+        p = {to_opt[m]: v for m, v in self.params.items()}
+        g = {to_opt[m]: grads[m] for m in self.params}
+        new, opt_state = apply_update(self.spec.tx, p, g, self.opt_state, self.lr)
+        params = {m: new[o] for m, o in self.spec.opt_names}
         return self.replace(params=params, opt_state=opt_state, step=self.step + 1)
 
     def next_rng(self) -> tuple["TrainState", jax.Array]:

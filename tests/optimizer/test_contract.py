@@ -296,9 +296,10 @@ def test_state_inherits_logical_axis_names():
     opt = optimizer.Adam(0.1, parameters=net, multi_precision=True)
     names = {jax.tree_util.keystr(p, simple=True, separator="/"): v.get_metadata().get("out_sharding")
              for p, v in jax.tree_util.tree_flatten_with_path(nnx.state(opt, nnx.OptArray), is_leaf=lambda x: isinstance(x, nnx.Variable))[0]}
-    assert names["_opt_state/0/update/adam/mu/w"] == ("embed", "mlp")
-    assert names["_opt_state/0/update/adam/mu/b"] is None and names["_opt_state/0/update/adam/count"] is None
-    assert names["_master/w"] == ("embed", "mlp")
+    # the float32 master copy is part of the optimizer state: the inner state beside it
+    assert names["_opt_state/inner/0/update/adam/mu/w"] == ("embed", "mlp")
+    assert names["_opt_state/inner/0/update/adam/mu/b"] is None and names["_opt_state/inner/0/update/adam/count"] is None
+    assert names["_opt_state/masters/w"] == ("embed", "mlp")
 
 
 def _signature(fn):
