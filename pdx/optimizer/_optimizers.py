@@ -228,11 +228,12 @@ class AdamW(Adam):
         scale = dict(group.lr_scale)
         if self._lr_ratio is not None:
             scale = {n: s * float(self._lr_ratio(group.params[n])) for n, s in scale.items()}
+        coeffs = {n: coeff if decay[n] else 0.0 for n in group.names}
         return _chain(
             regularization=self._regularization(group),
             adam=_adam_direction(group.options, self._amsgrad),
-            weight_decay=optax.add_decayed_weights(coeff, mask=decay) if coeff and any(decay.values()) else None,
-            lr=_transforms.scale_by_paddle_lr(learning_rate, scale),
+            lr=_transforms.scale_by_paddle_lr(learning_rate, scale,
+                                              decoupled_decay=coeffs if any(coeffs.values()) else None),
         )
 
 

@@ -73,7 +73,8 @@ def add_regularization(l1=None, l2=None) -> optax.GradientTransformation:
     return optax.GradientTransformation(optax.init_empty_state, update_fn)
 
 
-def scale_by_paddle_lr(learning_rate, multipliers=None, *, flip_sign: bool = True) -> optax.GradientTransformationExtraArgs:
+def scale_by_paddle_lr(learning_rate, multipliers=None, *, flip_sign: bool = True,
+                       decoupled_decay=None) -> optax.GradientTransformationExtraArgs:
     """Scale updates by the learning rate times a per-parameter multiplier.
 
     Paddle's per-parameter learning rate is `global_lr * ParamAttr.learning_rate`
@@ -85,6 +86,11 @@ def scale_by_paddle_lr(learning_rate, multipliers=None, *, flip_sign: bool = Tru
         every `update` call.
       multipliers: None or a pytree of floats with the params' structure.
       flip_sign: multiply by `-lr` (a descent step) when True, by `+lr` otherwise.
+      decoupled_decay: None or a pytree of floats (params' structure): AdamW's
+        decoupled weight decay, applied in Paddle's order — the parameter is
+        first decayed, `p1 = p - (lr * multiplier * coeff) * p` in float32, then
+        stepped, `p1 + update` — and returned as one update from `p` (so the
+        rounding matches Paddle's kernel step for step; needs `params`).
 
     Returns:
       An `optax.GradientTransformationExtraArgs`; `update(..., learning_rate=x)`
@@ -110,7 +116,9 @@ def scale_by_paddle_lr(learning_rate, multipliers=None, *, flip_sign: bool = Tru
         return optax.EmptyState()
 
     def update_fn(updates, state, params=None, *, learning_rate=None, **extra):
-        del params, extra
+        del extra
+        if decoupled_decay is not None and params is None:
+            raise ValueError("scale_by_paddle_lr with decoupled_decay needs params: call tx.update(grads, state, params)")
         lr = learning_rate
         if lr is None:
             if scheduled:
@@ -128,7 +136,17 @@ def scale_by_paddle_lr(learning_rate, multipliers=None, *, flip_sign: bool = Tru
             scale = lr if m == 1.0 else lr * m
             return u * jnp.asarray(sign * scale, u.dtype)
 
-        return jax.tree.map(one, updates, mults), state
+        out = jax.tree.map(one, updates, mults)
+        if decoupled_decay is not None:
+            def decayed(u, p, m, c):
+                if not c:
+                    return u
+                p = p.astype(u.dtype)
+                rate = jnp.asarray(lr, u.dtype) * jnp.asarray(m, u.dtype) * jnp.asarray(c, u.dtype)
+                return (p - rate * p + u) - p
+
+            out = jax.tree.map(decayed, out, params, mults, decoupled_decay)
+        return out, state
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import optax
 
