@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pdx import _nnx, _random
+from pdx import _nnx, _param_names, _random
 from pdx._random import as_rngs
 from pdx._static_layers import static_layers as _static_layers
 from pdx._dtype import convert_dtype, default_float
@@ -292,8 +292,21 @@ class Layer(nnx.Module):
             yield (f"{prefix}.{name}" if prefix else name), p
 
     def parameters(self, include_sublayers: bool = True) -> list[nnx.Param]:
-        """The parameters (nnx.Param variables; read with `p[...]`)."""
-        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+        """The parameters (nnx.Param variables; read with `p[...]`).
+
+        A plain list, as in Paddle. An optimizer built from it (or from a
+        filtered or concatenated copy) names each parameter by its
+        `state_dict` name in the Layer that listed it last (`pdx._param_names`):
+
+        >>> import pdx
+        >>> gen = pdx.nn.Sequential(pdx.nn.Linear(2, 2))
+        >>> opt = pdx.optimizer.Adam(parameters=gen.parameters())
+        >>> [name for name, _ in opt.named_parameters()]
+        ['0.weight', '0.bias']
+        """
+        params = [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+        _param_names.record_listing(self, params)
+        return params
 
     def named_buffers(self, prefix: str = "", include_sublayers: bool = True):
         for name, b in self._named_variables(Buffer, include_sublayers):

@@ -28,7 +28,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from pdx import _placement
+from pdx import _param_names, _placement
 from pdx.nn import GradientClipBase
 from pdx.optimizer import _transforms
 from pdx.optimizer._update import MasterWeightsState, apply_update, compute_dtype, init_opt_state, master_weights
@@ -239,6 +239,14 @@ class Optimizer(nnx.Pytree):
         return names, variables, groups
 
     def _named_entries(self, params, group_index: int, offset: int):
+        """(name, Variable) pairs of one parameter group.
+
+        A Layer's parameters are named by its `named_parameters()`. A list of
+        parameters (`layer.parameters()`, filtered or concatenated) is named by
+        each parameter's `state_dict` name in the Layer that listed it
+        (`pdx._param_names`), else by its `ParamAttr(name=...)`, else
+        `param_<index>`.
+        """
         cls = type(self).__name__
         if _is_layer(params):
             return list(params.named_parameters())
@@ -246,13 +254,14 @@ class Optimizer(nnx.Pytree):
             params = [params]
         elif isinstance(params, (set, frozenset)):
             raise TypeError(f"{cls}: parameters must be an ordered collection, not a set; use a list")
-        entries = []
-        for i, var in enumerate(list(params)):
+        params = list(params)
+        for var in params:
             if not isinstance(var, nnx.Variable):
                 raise TypeError(f"{cls}: parameter group {group_index} holds a {type(var).__name__}; expected nnx.Param "
                                 "(from layer.parameters() / create_parameter) or a Layer")
-            entries.append((_metadata(var).get("name") or f"param_{offset + i}", var))
-        return entries
+        listed = _param_names.listed_names(params)
+        return [(name or _metadata(var).get("name") or f"param_{offset + i}", var)
+                for i, (name, var) in enumerate(zip(listed, params))]
 
     def _regularizer_for(self, meta, spec, grouped: bool, name: str):
         cls = type(self).__name__
@@ -461,31 +470,32 @@ class Optimizer(nnx.Pytree):
             var.set_value(_placement.constrain_value(var, new))
 
     def _match_grads(self, grads) -> dict:
+        """This optimizer's trainable gradients, by its names, out of `grads`.
+
+        `grads` may cover more than this optimizer's parameters (the whole
+        model, of which it trains a part); gradients of other parameters are
+        ignored. A dict is matched by identity through its `owner` (the
+        `Gradients` of `pdx.value_and_grad`); without an owner, or when the
+        owner holds none of these parameters (another copy of the model), by
+        name: this optimizer's names, or those names under one common prefix
+        (a dict keyed by the `state_dict` names of a Layer containing the
+        parameters: `'1.fc.weight'` for this optimizer's `'fc.weight'`).
+        """
         cls = type(self).__name__
         trainable = set(self._trainable)
         if isinstance(grads, Mapping):
+            matched = {}
             owner = getattr(grads, "owner", None)
-            if owner is not None:
+            if owner is not None and hasattr(owner, "named_parameters"):
                 index = {id(v): n for n, v in zip(self._names, self._parameter_vars)}
                 owned = dict(owner.named_parameters())
-                matched = {}
                 for key, g in grads.items():
-                    if key not in owned:
-                        raise KeyError(f"{cls}.step: grads has {key!r}, which is not a parameter of its owner {type(owner).__name__}")
-                    name = index.get(id(owned[key]))
+                    name = index.get(id(owned[key])) if key in owned else None
                     if name is not None:  # else: a parameter this optimizer does not update
                         matched[name] = g
-                if not matched and set(grads) <= set(self._names):
-                    # The owner is another copy of the model (grads computed outside
-                    # an nnx.jit that re-created the objects): fall back to names.
-                    matched = dict(grads)
-            else:
-                own = set(self._names)
-                unknown = [k for k in grads if k not in own]
-                if unknown:
-                    raise KeyError(f"{cls}.step: grads has {unknown}, which are not this optimizer's parameters {list(self._names)}. "
-                                   "Bind the optimizer to the model (parameters=model) so names match, or pass grads from pdx.grad(loss_fn)(model, ...)")
-                matched = dict(grads)
+            if not matched:
+                shapes = {n: tuple(v.get_value().shape) for n, v in self.trainable_parameters()}
+                matched = {n: grads[key] for n, key in _keys_by_name(cls, grads, shapes).items()}
         elif isinstance(grads, (list, tuple)):
             if len(grads) == len(self._names):
                 matched = dict(zip(self._names, grads))
@@ -497,8 +507,11 @@ class Optimizer(nnx.Pytree):
             raise TypeError(f"{cls}.step: grads must be a dict name -> gradient (from pdx.grad) or a list in parameter order; got {type(grads).__name__}")
         missing = [n for n in self._trainable if matched.get(n) is None]
         if missing:
-            raise ValueError(f"{cls}.step: no gradient for parameter(s) {missing}. Compute grads for the model this optimizer was built on: "
-                             "loss, grads = pdx.value_and_grad(loss_fn)(model, ...)")
+            given = list(grads) if isinstance(grads, Mapping) else f"{len(grads)} gradients"
+            raise ValueError(f"{cls}.step: no gradient for parameter(s) {missing} of this optimizer (grads has {_clip_list(given)}). "
+                             "Compute grads for a Layer that holds them: loss, grads = pdx.value_and_grad(loss_fn)(model, ...), "
+                             "or key a plain dict by the optimizer's names (opt.trainable_parameters()) or by the "
+                             "state_dict names of one Layer containing them")
         return {n: g for n, g in matched.items() if n in trainable}
 
     def apply_gradients(self, params_grads) -> None:
@@ -638,6 +651,41 @@ def _wrap_state(state, by_name: dict):
         return nnx.OptArray(leaf)
 
     return jax.tree_util.tree_map_with_path(wrap, state)
+
+
+def _grad_shape(g) -> tuple:
+    return tuple(np.shape(g.get_value() if isinstance(g, nnx.Variable) else g))
+
+
+def _keys_by_name(cls: str, grads: Mapping, shapes: dict) -> dict:
+    """{own name: key of grads} for the trainable parameters `shapes` (name -> shape).
+
+    The own names themselves when grads has them all; else the one prefix P
+    (`'1.'`) under which grads has every own name with the parameter's shape;
+    else as many own names as grads has (the caller reports the rest).
+    """
+    names = list(shapes)
+    if not names or all(n in grads for n in names):
+        return {n: n for n in names if n in grads}
+    first = names[0]
+    prefixes = {k[:len(k) - len(first)] for k in grads if isinstance(k, str) and k.endswith("." + first)}
+    fits = sorted(p for p in prefixes
+                  if all(p + n in grads and _grad_shape(grads[p + n]) == shapes[n] for n in names))
+    if len(fits) > 1:
+        raise ValueError(f"{cls}.step: grads holds this optimizer's parameters {_clip_list(names)} under each of the prefixes "
+                         f"{fits}, with matching shapes; which Layer's they are cannot be told by name. Pass the Gradients "
+                         "pdx.value_and_grad returns (matched by identity), or a dict keyed by the optimizer's names "
+                         "(opt.trainable_parameters())")
+    if fits:
+        return {n: fits[0] + n for n in names}
+    return {n: n for n in names if n in grads}
+
+
+def _clip_list(items, limit: int = 8) -> str:
+    items = list(items) if not isinstance(items, str) else items
+    if isinstance(items, str) or len(items) <= limit:
+        return repr(items)
+    return repr(items[:limit])[:-1] + f", ... ({len(items) - limit} more)]"
 
 
 def _unique(name: str, taken: set[str]) -> str:
