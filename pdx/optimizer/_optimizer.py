@@ -495,7 +495,8 @@ class Optimizer(nnx.Pytree):
                         matched[name] = g
             if not matched:
                 shapes = {n: tuple(v.get_value().shape) for n, v in self.trainable_parameters()}
-                matched = {n: grads[key] for n, key in _keys_by_name(cls, grads, shapes).items()}
+                keys = _keys_by_name(cls, grads, shapes, foreign_owner=owner is not None)
+                matched = {n: grads[key] for n, key in keys.items()}
         elif isinstance(grads, (list, tuple)):
             if len(grads) == len(self._names):
                 matched = dict(zip(self._names, grads))
@@ -657,20 +658,27 @@ def _grad_shape(g) -> tuple:
     return tuple(np.shape(g.get_value() if isinstance(g, nnx.Variable) else g))
 
 
-def _keys_by_name(cls: str, grads: Mapping, shapes: dict) -> dict:
+def _keys_by_name(cls: str, grads: Mapping, shapes: dict, *, foreign_owner: bool) -> dict:
     """{own name: key of grads} for the trainable parameters `shapes` (name -> shape).
 
-    The own names themselves when grads has them all; else the one prefix P
-    (`'1.'`) under which grads has every own name with the parameter's shape;
-    else as many own names as grads has (the caller reports the rest).
+    The own names themselves when grads has them all with the parameters'
+    shapes; else the one prefix P (`'1.'`) under which it has them so; else
+    those it has under the prefix holding most of them (the caller reports
+    the rest) — none when grads are a `foreign_owner`'s (the Gradients of a
+    Layer holding none of these parameters: unless they all fit, as for a
+    copy of the model, another Layer's gradients that share some names are
+    not this optimizer's).
     """
     names = list(shapes)
-    if not names or all(n in grads for n in names):
-        return {n: n for n in names if n in grads}
+
+    def fit(prefix):
+        return all(prefix + n in grads and _grad_shape(grads[prefix + n]) == shapes[n] for n in names)
+
+    if fit(""):
+        return {n: n for n in names}
     first = names[0]
     prefixes = {k[:len(k) - len(first)] for k in grads if isinstance(k, str) and k.endswith("." + first)}
-    fits = sorted(p for p in prefixes
-                  if all(p + n in grads and _grad_shape(grads[p + n]) == shapes[n] for n in names))
+    fits = sorted(p for p in prefixes if fit(p))
     if len(fits) > 1:
         raise ValueError(f"{cls}.step: grads holds this optimizer's parameters {_clip_list(names)} under each of the prefixes "
                          f"{fits}, with matching shapes; which Layer's they are cannot be told by name. Pass the Gradients "
@@ -678,7 +686,12 @@ def _keys_by_name(cls: str, grads: Mapping, shapes: dict) -> dict:
                          "(opt.trainable_parameters())")
     if fits:
         return {n: fits[0] + n for n in names}
-    return {n: n for n in names if n in grads}
+    if foreign_owner:
+        return {}
+    # Nothing fits whole: take the prefix that holds most of them, so the error names what is missing there.
+    prefixes = {""} | {k[:len(k) - len(n)] for n in names for k in grads if isinstance(k, str) and k.endswith("." + n)}
+    best = max(sorted(prefixes), key=lambda p: sum(p + n in grads for n in names))
+    return {n: best + n for n in names if best + n in grads}
 
 
 def _clip_list(items, limit: int = 8) -> str:
