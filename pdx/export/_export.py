@@ -311,6 +311,10 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
                          "(it becomes part of the serving URL)")
     if onednn_precision not in ONEDNN_PRECISIONS:
         raise ValueError(f"export: onednn_precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
+    if onednn and onednn_precision == "bfloat16" and not K.onednn_bf16_capable():
+        raise ValueError("export: onednn_precision='bfloat16' needs a CPU whose oneDNN runs bfloat16 (AVX-512 or "
+                         "newer); this one has none, so the program could be neither built nor checked here. "
+                         "Export with onednn_precision='float32' (the default), or on an AVX-512 machine")
     if isinstance(input_spec, (InputSpec, jax.ShapeDtypeStruct)):
         input_spec = [input_spec]
     traced, specs, exported = export_program(layer_or_fn, input_spec, platforms=platforms)

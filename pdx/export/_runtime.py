@@ -119,6 +119,9 @@ class Predictor:
             # this pdx does), else the portable one.
             native = artifact.targets["xla"].get("onednn_file")
             usable = native and artifact.targets["xla"].get("onednn_abi") == K.ONEDNN_ABI
+            # a bfloat16 oneDNN program needs a CPU with AVX-512; elsewhere the portable one runs
+            usable = usable and (artifact.targets["xla"].get("onednn_precision", "float32") == "float32"
+                                 or K.onednn_bf16_capable())
             self.program = "onednn" if usable and K.onednn_unavailable_reason() is None else "portable"
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)

@@ -32,6 +32,7 @@ from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
 from pdx.kernels._onednn import ABI as ONEDNN_ABI
+from pdx.kernels._onednn import bf16_capable as onednn_bf16_capable
 from pdx.kernels._onednn import CONV2D_NHWC
 from pdx.kernels._onednn import FORWARD as ONEDNN_FORWARD
 from pdx.kernels._onednn import MATMUL
@@ -91,6 +92,7 @@ __all__ = [
     "matmul",
     "matmul_reference",
     "new_weights_token",
+    "onednn_bf16_capable",
     "onednn_unavailable_reason",
     "layer_norm",
     "layer_norm_reference",

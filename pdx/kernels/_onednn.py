@@ -198,6 +198,29 @@ def unavailable_reason() -> str | None:
     return _load()
 
 
+@functools.cache
+def bf16_capable() -> bool:
+    """Whether this CPU runs oneDNN's bfloat16 primitives: AVX-512 (core) or newer.
+
+    oneDNN has no bfloat16 convolution or matmul for AVX2-only CPUs (it fails
+    creating the primitive), so there bfloat16 operands run on XLA.
+
+    >>> isinstance(bf16_capable(), bool)
+    True
+    """
+    try:
+        with open("/proc/cpuinfo") as f:
+            words = set(f.read().split())
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16"} & words) or {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= words
+
+
+def float_dtypes() -> tuple:
+    """The floating dtypes oneDNN's primitives take on this CPU."""
+    return (jnp.float32, jnp.bfloat16) if bf16_capable() else (jnp.float32,)
+
+
 def available() -> bool:
     """Whether oneDNN convolutions can run in this process (builds the handlers on first call).
 
@@ -310,7 +333,7 @@ def _onednn(x, w, *, strides, padding, dilation, groups):
     if reason is not None:
         raise Unsupported(f"oneDNN convolutions are unavailable: {reason}", "use impl='auto' or impl='xla'")
     if not fits(x, w, padding, groups):
-        raise Unsupported(f"oneDNN convolutions take float32/bfloat16 x [N, H, W, C] and w [out, C / groups, kh, kw] of "
+        raise Unsupported(f"oneDNN convolutions take float32 (and bfloat16 on AVX-512 CPUs) x [N, H, W, C] and w [out, C / groups, kh, kw] of "
                           f"one dtype with non-negative padding; got x {x.dtype}{tuple(x.shape)}, "
                           f"w {w.dtype}{tuple(w.shape)}, padding {padding}")
     return _forward(x, w, strides=strides, padding=padding, dilation=dilation, groups=groups)
@@ -322,7 +345,7 @@ def _sized(*dims) -> bool:
 
 def fits(x, w, padding, groups=1) -> bool:
     """Whether oneDNN's convolution takes these operands (shapes, dtypes, padding); the batch may be symbolic."""
-    return (x.ndim == 4 and w.ndim == 4 and x.dtype == w.dtype and x.dtype in (jnp.float32, jnp.bfloat16)
+    return (x.ndim == 4 and w.ndim == 4 and x.dtype == w.dtype and x.dtype in float_dtypes()
             and x.shape[-1] == w.shape[1] * groups and w.shape[0] % groups == 0 and all(isinstance(p, int) and p >= 0 for pair in padding for p in pair)
             and _sized(*x.shape[1:], *w.shape) and (_sized(x.shape[0]) or jax.export.is_symbolic_dim(x.shape[0])))
 
@@ -409,7 +432,7 @@ def _onednn_matmul(a, b, *, transpose_a, transpose_b):
     if reason is not None:
         raise Unsupported(f"oneDNN matmuls are unavailable: {reason}", "use impl='auto' or impl='xla'")
     if not _matmul_fits(a, b, transpose_a, transpose_b):
-        raise Unsupported(f"oneDNN matmuls take 2-D float32/bfloat16 a and b of one dtype that agree on the "
+        raise Unsupported(f"oneDNN matmuls take 2-D float32 (and bfloat16 on AVX-512 CPUs) a and b of one dtype that agree on the "
                           f"contracted size; got a {a.dtype}{tuple(a.shape)}, b {b.dtype}{tuple(b.shape)}")
     return _mm(a, b, transpose_a, transpose_b)
 
@@ -417,7 +440,7 @@ def _onednn_matmul(a, b, *, transpose_a, transpose_b):
 def _matmul_fits(a, b, transpose_a, transpose_b) -> bool:
     # a's rows (the flattened batch of a Linear) may be symbolic; b, a weight, is sized.
     rows = a.shape[1 if transpose_a else 0]
-    return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in (jnp.float32, jnp.bfloat16)
+    return (a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype and a.dtype in float_dtypes()
             and _sized(a.shape[0 if transpose_a else 1], *b.shape)
             and (_sized(rows) or jax.export.is_symbolic_dim(rows))
             and a.shape[0 if transpose_a else 1] == b.shape[1 if transpose_b else 0])

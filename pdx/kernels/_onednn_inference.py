@@ -32,7 +32,8 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from pdx.kernels._dispatch import Unsupported
-from pdx.kernels._onednn import _STATE, _forward_shape, _geometry_attrs, _load, _sized, conv2d_nhwc_reference
+from pdx.kernels._onednn import (_STATE, _forward_shape, _geometry_attrs, _load, _sized, conv2d_nhwc_reference,
+                                 float_dtypes)
 
 __all__ = ["forget_weights", "kept_conv", "kept_matmul", "max_pool_nhwc", "max_pool_nhwc_reference",
            "new_weights_token"]
@@ -166,11 +167,11 @@ def max_pool_nhwc(x, *, kernel, strides, padding):
         raise Unsupported(f"oneDNN max pooling is unavailable: {reason}", "use max_pool_nhwc_reference")
     kernel, strides = tuple(int(k) for k in kernel), tuple(int(s) for s in strides)
     padding = tuple((int(lo), int(hi)) for lo, hi in padding)
-    if (x.ndim != 4 or x.dtype not in (jnp.float32, jnp.bfloat16) or len(kernel) != 2 or len(strides) != 2
+    if (x.ndim != 4 or x.dtype not in float_dtypes() or len(kernel) != 2 or len(strides) != 2
             or len(padding) != 2 or min(kernel + strides) < 1 or min(p for lh in padding for p in lh) < 0
             or any(lo >= k or hi >= k for (lo, hi), k in zip(padding, kernel))
             or not _sized(*x.shape[1:]) or min(_max_pool_shape(x.shape, kernel, strides, padding)[1:3]) < 1):
-        raise Unsupported(f"oneDNN max pooling takes float32/bfloat16 x [N, H, W, C] with 2-D windows, padding "
+        raise Unsupported(f"oneDNN max pooling takes float32 (and bfloat16 on AVX-512 CPUs) x [N, H, W, C] with 2-D windows, padding "
                           f"smaller than the window and a nonempty output; got x {x.dtype}{tuple(x.shape)}, "
                           f"kernel {kernel}, strides {strides}, padding {padding}")
     return _max_pool_p.bind(x, kernel=kernel, strides=strides, padding=padding)

@@ -103,7 +103,13 @@ def test_onednn_matmul_matches_jnp_for_every_transpose(rng):
                     _close(x, y, "hvp " + what)
                 _close(jax.vmap(lambda a: ours(a, b))(jnp.stack([a, 2 * a])),
                        jax.vmap(lambda a: ref(a, b))(jnp.stack([a, 2 * a])), "vmap " + what)
-    bf = K.matmul(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16), transpose_a=ta, transpose_b=tb, impl="onednn")
+    ab, bb = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+    if not K.onednn_bf16_capable():  # AVX2 only: oneDNN has no bfloat16 matmul; "auto" runs XLA's
+        with pytest.raises(ValueError, match=r"bfloat16 on AVX-512 CPUs.*impl='xla'"):
+            K.matmul(ab, bb, transpose_a=ta, transpose_b=tb, impl="onednn")
+        assert "pdx_onednn_matmul" not in jax.jit(lambda a, b: K.matmul(a, b, transpose_a=ta, transpose_b=tb)).lower(
+            ab, bb).as_text()
+    bf = K.matmul(ab, bb, transpose_a=ta, transpose_b=tb, impl="onednn" if K.onednn_bf16_capable() else "auto")
     assert bf.dtype == jnp.bfloat16
     np.testing.assert_allclose(bf.astype(jnp.float32), (a.T if ta else a) @ (b.T if tb else b), rtol=3e-2, atol=0.3)
 
@@ -111,10 +117,14 @@ def test_onednn_matmul_matches_jnp_for_every_transpose(rng):
 def test_onednn_bfloat16_within_its_rounding(rng):
     x, w, geo = _operands(GEOMETRIES[0], rng, jnp.bfloat16)
     ref = K.conv2d_nhwc_reference(x.astype(jnp.float32), w.astype(jnp.float32), **geo)
-    out = K.conv2d_nhwc(x, w, **geo, impl="onednn")
+    impl = "onednn" if K.onednn_bf16_capable() else "auto"
+    if impl == "auto":  # AVX2 only: the named implementation declines, "auto" runs XLA's
+        with pytest.raises(ValueError, match=r"bfloat16 on AVX-512 CPUs"):
+            K.conv2d_nhwc(x, w, **geo, impl="onednn")
+    out = K.conv2d_nhwc(x, w, **geo, impl=impl)
     assert out.dtype == jnp.bfloat16
     np.testing.assert_allclose(out.astype(jnp.float32), ref, rtol=2e-2, atol=5e-2)
-    gx, gw = jax.grad(lambda x, w: K.conv2d_nhwc(x, w, **geo, impl="onednn").astype(jnp.float32).sum(), (0, 1))(x, w)
+    gx, gw = jax.grad(lambda x, w: K.conv2d_nhwc(x, w, **geo, impl=impl).astype(jnp.float32).sum(), (0, 1))(x, w)
     rx, rw = jax.grad(lambda x, w: K.conv2d_nhwc_reference(x, w, **geo).sum(), (0, 1))(
         x.astype(jnp.float32), w.astype(jnp.float32))
     np.testing.assert_allclose(gx.astype(jnp.float32), rx, rtol=2e-2, atol=1e-1)
@@ -124,11 +134,11 @@ def test_onednn_bfloat16_within_its_rounding(rng):
 def test_onednn_declines_what_it_does_not_take():
     x, w = jnp.ones((1, 5, 5, 2), jnp.float16), jnp.ones((3, 2, 3, 3), jnp.float16)
     geo = {"strides": (1, 1), "padding": ((1, 1), (1, 1)), "dilation": (1, 1)}
-    with pytest.raises(ValueError, match=r"conv2d_nhwc: oneDNN convolutions take float32/bfloat16.*impl='xla'"):
+    with pytest.raises(ValueError, match=r"conv2d_nhwc: oneDNN convolutions take float32.*impl='xla'"):
         K.conv2d_nhwc(x, w, **geo, impl="onednn")
     assert K.conv2d_nhwc(x, w, **geo).dtype == jnp.float16  # "auto" runs XLA's
     pool = {"kernel": (2, 2), "strides": (2, 2), "padding": ((0, 0), (0, 0))}
-    with pytest.raises(K.Unsupported, match=r"oneDNN max pooling takes float32/bfloat16.*float16"):
+    with pytest.raises(K.Unsupported, match=r"oneDNN max pooling takes float32.*float16"):
         K.max_pool_nhwc(jnp.ones((1, 4, 4, 2), jnp.float16), **pool)
     with pytest.raises(K.Unsupported, match=r"padding smaller than the window.*padding \(\(2, 2\)"):
         K.max_pool_nhwc(jnp.ones((1, 4, 4, 2)), **dict(pool, padding=((2, 2), (0, 0))))
@@ -399,7 +409,7 @@ _SPLIT_CALLS = textwrap.dedent("""
     # max pools (images split over the threads), float32 and bfloat16: exact
     for n, h, w, c, k, s, pad in [(1, 12, 11, 16, (3, 3), (2, 2), ((1, 1), (1, 1))),
                                   (3, 9, 7, 5, (2, 3), (1, 2), ((1, 0), (0, 2)))]:
-        for dtype in (jnp.float32, jnp.bfloat16):
+        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn_bf16_capable() else ()):
             x = jnp.asarray(rng.standard_normal((n, h, w, c)), dtype)
             pool = jax.jit(lambda x: K.max_pool_nhwc(x, kernel=k, strides=s, padding=pad))(x)
             ref = K.max_pool_nhwc_reference(x, kernel=k, strides=s, padding=pad)
@@ -409,7 +419,7 @@ _SPLIT_CALLS = textwrap.dedent("""
     for m, k, n, tb in [(1, 512, 1000, False), (5, 37, 70, True)]:
         a = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
         b = jnp.asarray(rng.standard_normal((n, k) if tb else (k, n)), jnp.float32)
-        for dtype in (jnp.float32, jnp.bfloat16):
+        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn_bf16_capable() else ()):
             mm = jax.jit(lambda a, b, t: K.kept_matmul(a, b, t, site=1, transpose_b=tb))
             ref = jnp.matmul(a.astype(dtype), (b.T if tb else b).astype(dtype), preferred_element_type=jnp.float32)
             token = K.new_weights_token()
@@ -476,6 +486,10 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     if data_format == "NCHW":
         return
     spec = [pdx.jit.InputSpec([None, *shape])]
+    if not K.onednn_bf16_capable():  # AVX2 only: a bfloat16 oneDNN program can be neither built nor run here
+        with pytest.raises(ValueError, match="needs a CPU whose oneDNN runs bfloat16"):
+            pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
+        return
 
     bf16 = pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
     xla = json.loads((bf16 / "manifest.json").read_text())["targets"]["xla"]

@@ -89,3 +89,24 @@ def test_runs_under_pdx_launch_with_tensor_parallel(tmp_path):
     records = [json.loads(line) for line in log.read_text().splitlines()]  # written by rank 0 only
     assert [r["step"] for r in records if "loss" in r] == [4, 8]
     assert any("perplexity" in r for r in records)
+
+
+def test_bfloat16_run_checkpoints_float32_master_weights(recipe, tmp_path):
+    """--dtype bfloat16 trains bf16 parameters with float32 masters (multi_precision): the checkpoint
+    holds them beside float32 moments, and `pdx ckpt inspect` lists them under the parameters' names."""
+    import subprocess
+
+    ckpt = str(tmp_path / "ckpt_bf16")
+    records = _run(recipe, tmp_path, "bf16", "--dtype", "bfloat16", "--ckpt_dir", ckpt, "--stop_after", "8")
+    assert max(r["step"] for r in records if "loss" in r) == 8
+    out = subprocess.run([sys.executable, "-m", "pdx.cli", "ckpt", "inspect", "--json", ckpt],
+                         capture_output=True, text=True, check=True)
+    arrays = {a["name"]: a for a in json.loads(out.stdout)["arrays"]}
+    params = {n[len("params/"):]: a for n, a in arrays.items() if n.startswith("params/")}
+    masters = {n[len("opt_state/masters/"):]: a for n, a in arrays.items() if n.startswith("opt_state/masters/")}
+    assert params and set(masters) == set(params), (sorted(masters), sorted(params))
+    for name, master in masters.items():
+        assert master["dtype"] == "float32" and params[name]["dtype"] == "bfloat16", (name, master, params[name])
+        assert master["shape"] == params[name]["shape"]
+    moments = [a for n, a in arrays.items() if "/adam/mu/" in n or "/adam/nu/" in n]
+    assert len(moments) == 2 * len(params) and all(a["dtype"] == "float32" for a in moments)
