@@ -193,3 +193,20 @@ def test_gradients_of_another_copy_match_by_name():
     assert grads.owner is copy
     opt.step(grads)
     np.testing.assert_allclose(dis.fc2.bias[...], copy[1].fc2.bias[...] - grads["1.fc2.bias"], rtol=1e-6)
+
+
+def test_fit_checkpoint_shows_optimizer_state_by_parameter_name(tmp_path, capsys):
+    import json
+
+    from pdx.cli import main
+
+    pdx.seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    model = pdx.Model(net)
+    model.prepare(pdx.optimizer.Adam(0.01, parameters=net.parameters()), nn.CrossEntropyLoss())
+    rng = np.random.default_rng(0)
+    data = pdx.io.TensorDataset([rng.random((8, 3), dtype=np.float32), rng.integers(0, 2, (8, 1))])
+    model.fit(data, batch_size=4, epochs=1, save_dir=str(tmp_path), verbose=0)
+    assert main(["ckpt", "inspect", str(tmp_path / "final.pdopt.safetensors"), "--json"]) == 0
+    names = [row["name"] for row in json.loads(capsys.readouterr().out)["arrays"]]
+    assert [n for n in names if "/mu/" in n] == [f"opt/0/update/adam/mu/{p}" for p in ("0.bias", "0.weight", "2.bias", "2.weight")]
