@@ -8,11 +8,13 @@ name is on the white list at level O1, or not on the black list at level O2.
 Everything else (norms, softmax, cross-entropy) keeps its own precision: those
 kernels compute their statistics in float32.
 
-The policy is read when an op runs, so under a compiled step it is read at
-trace time: enter `auto_cast` *inside* the function you compile (as
-`pdx.Model` does), not around the call of an already-compiled function.
+The policy is read when an op runs, so under a compiled function it is read
+while tracing. It is a trace-context setting ("pdx.amp.policy",
+`pdx/_trace_context.py`): a function compiled outside `auto_cast` and called
+inside it traces once more for the policy (and the other way round), so
+`auto_cast` may go inside the compiled function or around its call.
 
-This is part of the framework core (it imports nothing from pdx): the ops in
+This is part of the framework core (it imports only the core): the ops in
 `pdx.nn.functional` consult it, and `pdx.amp` exposes it as `auto_cast`.
 """
 
@@ -22,10 +24,11 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import threading
 
 import jax
 import jax.numpy as jnp
+
+from pdx import _trace_context
 
 __all__ = ["AmpPolicy", "WHITE_LIST", "BLACK_LIST", "auto_cast", "amp_guard", "cast_inputs", "current_policy",
            "make_policy", "use_policy"]
@@ -73,12 +76,20 @@ class AmpPolicy:
         return self.level == "O2" or op in self.white_list
 
 
-_local = threading.local()
+_POLICY = _trace_context.register("pdx.amp.policy", None,
+                                  doc="the AmpPolicy ops cast their inputs by (None: no auto_cast)")
 
 
 def current_policy() -> AmpPolicy | None:
-    """The policy of the innermost active `auto_cast`, or None."""
-    return getattr(_local, "policy", None)
+    """The policy of the innermost active `auto_cast`, or None.
+
+    Example:
+      >>> import pdx
+      >>> with pdx.amp.auto_cast(level="O2"):
+      ...     pdx.amp.current_policy().level
+      'O2'
+    """
+    return _POLICY.get()
 
 
 def make_policy(enable=True, custom_white_list=None, custom_black_list=None, level="O1",
@@ -129,13 +140,17 @@ def auto_cast(enable: bool = True, custom_white_list=None, custom_black_list=Non
 
 @contextlib.contextmanager
 def use_policy(policy: AmpPolicy | None):
-    """Make `policy` (an `AmpPolicy`, or None for none) current inside the block."""
-    previous = current_policy()
-    _local.policy = policy
-    try:
+    """Make `policy` (an `AmpPolicy`, or None for none) current inside the block.
+
+    Example:
+      >>> with use_policy(make_policy(level="O2")) as policy:
+      ...     current_policy() is policy
+      True
+    """
+    if policy is not None and not isinstance(policy, AmpPolicy):
+        raise TypeError(f"use_policy(policy) needs a pdx.amp.AmpPolicy or None; got {type(policy).__name__}")
+    with _POLICY.set(policy):
         yield policy
-    finally:
-        _local.policy = previous
 
 
 amp_guard = auto_cast  # Paddle's older name

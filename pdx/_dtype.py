@@ -4,6 +4,10 @@ JAX runs with 32-bit defaults unless `jax_enable_x64` is set, so Paddle's
 int64 default integer becomes int32 and a request for 'int64' / 'float64' is
 canonicalized to the widest enabled type (documented in README, "Coming from
 Paddle").
+
+The default floating dtype is a trace-context setting ("pdx.default_dtype",
+`pdx/_trace_context.py`): creation ops traced after `set_default_dtype` make
+arrays of the new dtype, and compiled functions trace once more for it.
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pdx import _trace_context
+
 __all__ = ["convert_dtype", "get_default_dtype", "set_default_dtype", "default_int"]
 
-_default_float = {"dtype": jnp.float32}
+_DEFAULT_FLOAT = _trace_context.register("pdx.default_dtype", np.dtype(np.float32),
+                                         doc="the floating dtype of creation ops and new parameters")
 
 _ALIASES = {
     "float": "float32", "double": "float64", "half": "float16", "int": "int32",
@@ -47,19 +54,20 @@ def convert_dtype(dtype):
 
 def get_default_dtype() -> str:
     """The default floating dtype for creation ops and new parameters ('float32')."""
-    return np.dtype(_default_float["dtype"]).name
+    return _DEFAULT_FLOAT.get().name
 
 
 def set_default_dtype(dtype) -> None:
-    """Set the default floating dtype ('float32', 'float16', 'bfloat16', 'float64')."""
+    """Set the default floating dtype ('float32', 'float16', 'bfloat16', 'float64'), process-wide."""
     dt = convert_dtype(dtype)
     if not jnp.issubdtype(dt, jnp.floating):
         raise TypeError(f"set_default_dtype(dtype) needs a floating dtype; got {dtype!r}.")
-    _default_float["dtype"] = dt
+    _DEFAULT_FLOAT.set_global(np.dtype(dt))
 
 
 def default_float():
-    return _default_float["dtype"]
+    """The default floating dtype as a numpy dtype (`get_default_dtype` gives its name)."""
+    return _DEFAULT_FLOAT.get()
 
 
 def default_int():

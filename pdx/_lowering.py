@@ -24,23 +24,20 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import jax
 import jax.numpy as jnp
 
-__all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "pointwise_as_matmul", "portable",
-           "trace_key"]
+from pdx import _trace_context
 
-_POINTWISE_AS_MATMUL = contextvars.ContextVar("pdx_pointwise_as_matmul", default=True)
-_NATIVE_KERNELS = contextvars.ContextVar("pdx_native_kernels", default="single-device")  # | "never" | "always"
+__all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "pointwise_as_matmul", "portable"]
 
-
-def trace_key() -> tuple:
-    """The switches in effect now: a cache of traced programs keys on it (pdx.jit does),
-    so an export's portable trace never reuses a program traced with custom calls."""
-    return _POINTWISE_AS_MATMUL.get(), _NATIVE_KERNELS.get()
+# Both are trace-context settings, so a compiled function keys on them: an export's
+# portable trace never reuses a program traced with custom calls.
+_POINTWISE_AS_MATMUL = _trace_context.register(
+    "pdx.lowering.pointwise_as_matmul", True, doc="1x1 convolutions (groups 1) trace as one matmul")
+_NATIVE_KERNELS = _trace_context.register(
+    "pdx.lowering.native_kernels", "single-device",
+    doc="where ops may call native kernels (custom calls): 'single-device', 'never' or 'always'")
 
 
 def pointwise_as_matmul() -> bool:
@@ -49,8 +46,8 @@ def pointwise_as_matmul() -> bool:
 
 
 def convolutions_kept():
-    """Trace 1x1 convolutions as convolutions, not as matmuls, inside the block."""
-    return _switched(_POINTWISE_AS_MATMUL, False)
+    """Trace 1x1 convolutions as convolutions, not as matmuls, inside the block (also a decorator)."""
+    return _POINTWISE_AS_MATMUL.set(False)
 
 
 def native_kernels() -> bool:
@@ -71,7 +68,7 @@ def portable():
     ...     native_kernels()
     False
     """
-    return _switched(_NATIVE_KERNELS, "never")
+    return _NATIVE_KERNELS.set("never")
 
 
 def native():
@@ -81,17 +78,7 @@ def native():
     ...     native_kernels()
     True
     """
-    return _switched(_NATIVE_KERNELS, "always")
-
-
-@contextlib.contextmanager
-def _switched(var: contextvars.ContextVar, value):
-    """`var` set to `value` inside the block (also usable as a decorator)."""
-    token = var.set(value)
-    try:
-        yield
-    finally:
-        var.reset(token)
+    return _NATIVE_KERNELS.set("always")
 
 
 def materialized(v):

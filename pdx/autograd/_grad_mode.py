@@ -8,20 +8,25 @@ ported code that branches on it keeps working. Used as a *decorator*,
 no_grad do not propagate gradients. As a `with` block it cannot reach the
 values computed inside; wrap them in `jax.lax.stop_gradient` to block
 gradients there.
+
+The flag is a trace-context setting ("pdx.autograd.grad_enabled",
+`pdx/_trace_context.py`): code that branches on `is_grad_enabled()` under a
+compiled function traces once per mode.
 """
 
 from __future__ import annotations
 
 import functools
-import threading
 
 import jax
 
+from pdx import _trace_context
 from pdx._autograd import no_grad as _pdx_no_grad
 
 __all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
-_mode = threading.local()
+_ENABLED = _trace_context.register("pdx.autograd.grad_enabled", True,
+                                    doc="what is_grad_enabled() reports (ported code branches on it)")
 
 
 def is_grad_enabled() -> bool:
@@ -33,11 +38,7 @@ def is_grad_enabled() -> bool:
         ...     pdx.autograd.is_grad_enabled()
         False
     """
-    return getattr(_mode, "enabled", True)
-
-
-def _set(value: bool) -> None:
-    _mode.enabled = bool(value)
+    return _ENABLED.get()
 
 
 def _stop(tree):
@@ -49,24 +50,22 @@ class _GradMode:
     _stop_outputs: bool = False
 
     def __enter__(self):
-        self._prev = is_grad_enabled()
-        _set(self._target)
+        self._scope = _ENABLED.set(self._target)
+        self._scope.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _set(self._prev)
+        self._scope.__exit__(*exc)
         return False
 
     def __call__(self, func):
+        target, stop_outputs = self._target, self._stop_outputs
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            prev = is_grad_enabled()
-            _set(self._target)
-            try:
+            with _ENABLED.set(target):
                 out = func(*args, **kwargs)
-            finally:
-                _set(prev)
-            return _stop(out) if self._stop_outputs else out
+            return _stop(out) if stop_outputs else out
 
         return wrapper
 
@@ -119,8 +118,10 @@ class set_grad_enabled(_GradMode):
         if not isinstance(mode, bool):
             raise TypeError(f"pdx.autograd.set_grad_enabled: `mode` must be True or False; got {mode!r}")
         self._target = mode
-        self._prev = is_grad_enabled()
-        _set(mode)
+        # Called, it switches the mode on this thread for good; used as a `with`, the block's
+        # exit restores the mode from before the call.
+        self._scope = _ENABLED.set(mode)
+        self._scope.__enter__()
 
     def __enter__(self):
         return self

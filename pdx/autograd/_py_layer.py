@@ -11,15 +11,19 @@ through `backward` itself).
 from __future__ import annotations
 
 import contextlib
-import threading
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pdx import _trace_context
+
 __all__ = ["Function", "PyLayer", "PyLayerContext", "saved_tensors_hooks"]
 
-_hooks = threading.local()
+# (pack_hook, unpack_hook) of the innermost saved_tensors_hooks, or None: a PyLayer traced
+# under them saves what pack_hook gives.
+_HOOKS = _trace_context.register("pdx.autograd.saved_tensors_hooks", None,
+                                 doc="the (pack, unpack) hooks PyLayer.save_for_backward applies")
 
 
 def _is_tensor(x) -> bool:
@@ -54,9 +58,9 @@ class PyLayerContext:
 
     def save_for_backward(self, *tensors):
         """Keep tensors for `backward` (read them with `saved_tensor()`)."""
-        hooks = getattr(_hooks, "stack", None)
-        if hooks:
-            pack, unpack = hooks[-1]
+        hooks = _HOOKS.get()
+        if hooks is not None:
+            pack, unpack = hooks
             self._saved, self._unpack = tuple(pack(t) for t in tensors), unpack
         else:
             self._saved, self._unpack = tuple(tensors), None
@@ -99,15 +103,14 @@ class saved_tensors_hooks(contextlib.ContextDecorator):
             raise TypeError("pdx.autograd.saved_tensors_hooks: `pack_hook` and `unpack_hook` must be callables; "
                             f"got {type(pack_hook).__name__} and {type(unpack_hook).__name__}")
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+        self._scope = _HOOKS.set((pack_hook, unpack_hook))
 
     def __enter__(self):
-        if not hasattr(_hooks, "stack"):
-            _hooks.stack = []
-        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        self._scope.__enter__()
         return self
 
     def __exit__(self, *exc):
-        _hooks.stack.pop()
+        self._scope.__exit__(*exc)
         return False
 
 

@@ -4,6 +4,10 @@ Process ids index `jax.devices()`, the devices of every process of the job
 in JAX's global order (one "process" in Paddle's sense is one device here),
 and the dimension names become the mesh's axis names, so a placement on
 mesh dimension "mp" is a PartitionSpec entry "mp".
+
+The global mesh (`set_mesh`, `with mesh:`) is a trace-context setting
+("pdx.distributed.mesh", `pdx/_trace_context.py`): code that places tensors
+on it by default traces once more when it changes.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from pdx import _trace_context
+
 __all__ = ["ProcessMesh", "get_mesh", "set_mesh"]
 
-_GLOBAL_MESH: list["ProcessMesh | None"] = [None]
+_GLOBAL_MESH = _trace_context.register(
+    "pdx.distributed.mesh", None, doc="the ProcessMesh that placement APIs default to (set_mesh, `with mesh:`)")
 
 
 class ProcessMesh:
@@ -175,12 +182,13 @@ class ProcessMesh:
         return ProcessMesh(copy.deepcopy(self._mesh, memo), list(self._dim_names))
 
     def __enter__(self) -> "ProcessMesh":
-        self._previous = _GLOBAL_MESH[0]
-        _GLOBAL_MESH[0] = self
+        scope = _GLOBAL_MESH.set(self)
+        scope.__enter__()
+        self._scopes = getattr(self, "_scopes", []) + [scope]
         return self
 
     def __exit__(self, *exc) -> bool:
-        _GLOBAL_MESH[0] = getattr(self, "_previous", None)
+        self._scopes.pop().__exit__(*exc)
         return False
 
     # -- JAX -------------------------------------------------------------------------------------
@@ -219,9 +227,16 @@ def set_mesh(mesh: ProcessMesh) -> None:
     if len(mesh.process_ids) != n:
         raise ValueError(f"set_mesh: the global mesh has {len(mesh.process_ids)} processes (shape {mesh.shape}) but "
                          f"there are {n} devices; the global mesh must cover every device")
-    _GLOBAL_MESH[0] = mesh
+    _GLOBAL_MESH.set_global(mesh)
 
 
 def get_mesh() -> ProcessMesh | None:
-    """The global mesh from `set_mesh` (or the innermost `with mesh:`), or None."""
-    return _GLOBAL_MESH[0]
+    """The global mesh from `set_mesh` (or the innermost `with mesh:` on this thread), or None.
+
+    Example:
+      >>> import pdx.distributed as dist
+      >>> with dist.ProcessMesh([0, 1], dim_names=["dp"]) as mesh:
+      ...     dist.get_mesh() == mesh
+      True
+    """
+    return _GLOBAL_MESH.get()

@@ -34,7 +34,7 @@ import jax
 from flax import errors as nnx_errors
 from flax import nnx
 
-from pdx import _lowering, _nnx
+from pdx import _nnx
 from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values, same_leaves
 from pdx.jit import _dy2static
 from pdx.jit._dy2static import _runtime as _dy2static_runtime
@@ -252,13 +252,17 @@ class StaticFunction:
 
     # -- the call path (kept lean: this is per-step overhead) ---------------------
     def _jitted(self, static) -> Callable:
-        """The compiled function `(values, dyn_args, dyn_kwargs) -> (out, updates)` for a static layout."""
-        key = (static, _lowering.trace_key())  # an export's portable trace is a program of its own
-        jitted = self._compiled.get(key)
+        """The compiled function `(values, dyn_args, dyn_kwargs) -> (out, updates)` for a static layout.
+
+        One `jax.jit` function per layout: it keys its own cache on the trace context
+        (`pdx/_trace_context.py`: AMP, mesh, kernel and lowering settings), so a call under
+        other settings traces once more and the call plan that holds it stays valid.
+        """
+        jitted = self._compiled.get(static)
         if jitted is None:
             if len(self._compiled) >= _MAX_LAYOUTS:  # e.g. a Python float argument that changes every call
                 del self._compiled[next(iter(self._compiled))]
-            jitted = self._compiled[key] = jax.jit(functools.partial(self._traced, static), **self._jit_options)
+            jitted = self._compiled[static] = jax.jit(functools.partial(self._traced, static), **self._jit_options)
         return jitted
 
     def _prepare(self, args, kwargs):
@@ -372,7 +376,8 @@ class StaticFunction:
         return specs
 
     def cache_size(self) -> int:
-        """How many times the function was traced (one per input signature)."""
+        """How many times the function was traced: one per input signature and trace context
+        (`pdx.amp.auto_cast`, `pdx.parallel.use_mesh`, `pdx.kernels.use_impl`, ...)."""
         return sum(jitted._cache_size() for jitted in self._compiled.values())
 
     def _run(self, graph, values, args, kwargs):
@@ -418,12 +423,11 @@ class StaticFunction:
         for k, kind, v, *_ in kw_layout:
             kwargs[k] = objs[v] if kind == "g" else v
 
-        options = _dy2static.options()
-        saved, options.full_graph = options.full_graph, self._full_graph
         del _dy2static_runtime.traced_while_locations[:]
         del _dy2static_runtime.compiled_loop_locations[:]
         try:
-            out, new_values = self._run(graph, values, args, kwargs)
+            with _dy2static.use_full_graph(self._full_graph):
+                out, new_values = self._run(graph, values, args, kwargs)
         except nnx_errors.TraceContextError as e:
             raise RuntimeError(_UNTHREADED_STATE.format(fn=self.__name__, cause=e)) from e
         except ValueError as e:
@@ -431,8 +435,6 @@ class StaticFunction:
                 raise
             raise _dy2static.Dy2StaticError(_WHILE_GRAD.format(
                 locations="\n".join(_dy2static_runtime.traced_while_locations) or "  (none recorded)")) from None
-        finally:
-            options.full_graph = saved
         if self._donate_state:
             updates = dict(enumerate(new_values))
         else:

@@ -23,14 +23,14 @@ to its implementations.
 A global override (`set_impl`, or the `use_impl` context manager) replaces
 the requested implementation of every op, which is handy for debugging
 ("does the model still diverge with `use_impl('xla')`?"). The override is
-read when a function is traced: functions compiled before the change keep
-the implementation they were compiled with.
+read when a function is traced and is a trace-context setting
+("pdx.kernels.impl", `pdx/_trace_context.py`): a function compiled before
+the change traces once more when called under the new override.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import types
 import warnings
@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
 
 import jax
+
+from pdx import _trace_context
 
 __all__ = ["AUTO_ORDER", "IMPLS", "Impl", "Implementation", "Op", "Unsupported", "get_impl", "set_impl",
            "use_impl"]
@@ -50,7 +52,8 @@ REFERENCE: Implementation = "xla"
 AUTO_ORDER: Mapping[str, tuple[Implementation, ...]] = types.MappingProxyType({  # "auto" per platform
     "gpu": ("cudnn", "pallas", "xla"), "cpu": ("onednn", "xla"), "tpu": ("xla",)})
 
-_OVERRIDE: contextvars.ContextVar[str | None] = contextvars.ContextVar("pdx_kernels_impl", default=None)
+_OVERRIDE = _trace_context.register("pdx.kernels.impl", None,
+                                    doc="the implementation every kernel op runs (None: each call's own impl=)")
 _NOTED: set[tuple[str, str]] = set()
 _FIX = "use impl='auto' or impl='xla'"
 
@@ -150,6 +153,8 @@ def _check(impl, *, where: str) -> str:
 def set_impl(impl: str | None) -> None:
     """Force one implementation for every kernel op (None restores per-call choices).
 
+    The override is process-wide; a `use_impl` block overrides it on its thread.
+
     Args:
       impl: "auto", "pallas", "xla", "cudnn", or None to remove the override.
         For ops without a cuDNN version (norms, cross-entropy) "cudnn" means "xla".
@@ -160,7 +165,7 @@ def set_impl(impl: str | None) -> None:
       'xla'
       >>> pdx.kernels.set_impl(None)
     """
-    _OVERRIDE.set(None if impl is None else _check(impl, where="set_impl"))
+    _OVERRIDE.set_global(None if impl is None else _check(impl, where="set_impl"))
 
 
 def get_impl() -> str | None:
@@ -189,11 +194,8 @@ def use_impl(impl: str | None):
       >>> y.shape
       (4, 8)
     """
-    token = _OVERRIDE.set(None if impl is None else _check(impl, where="use_impl"))
-    try:
+    with _OVERRIDE.set(None if impl is None else _check(impl, where="use_impl")):
         yield
-    finally:
-        _OVERRIDE.reset(token)
 
 
 def requested(impl: str, *, op: str) -> str:

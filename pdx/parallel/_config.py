@@ -44,6 +44,35 @@ _DEFAULT_RULES = {
 }
 
 
+class _Rules(Mapping):
+    """A read-only, hashable copy of a config's rule overrides, so a HybridConfig is hashable
+    (the mesh scope of `use_mesh` is part of every compiled-function cache key)."""
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, rules: Mapping):
+        self._items = dict(rules)
+        self._hash = hash(frozenset(self._items.items()))
+
+    def __getitem__(self, name):
+        return self._items[name]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other.items())
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
 def default_rules() -> dict:
     """The default logical-axis rules: logical name -> mesh axis (None = replicated).
 
@@ -134,7 +163,7 @@ class HybridConfig:
             if unknown:
                 raise ValueError(f"HybridConfig: rules map {unknown} to something that is not a mesh axis "
                                  f"(one of {list(_DEFAULT_ORDER)}, a tuple of them, or None)")
-            object.__setattr__(self, "rules", dict(self.rules))
+            object.__setattr__(self, "rules", _Rules(self.rules))
 
     def degrees(self, device_count: int | None = None) -> dict[str, int]:
         """Mesh axis -> size, with `dp_degree=-1` resolved against `device_count`."""

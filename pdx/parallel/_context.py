@@ -34,16 +34,17 @@ from jax.sharding import Mesh, PartitionSpec
 
 from pdx.nn import axes
 from pdx.parallel._config import CONTEXT_PARALLEL_IMPLS, HybridConfig
-from pdx.parallel._shard import _MESH_STACK, logical_to_spec
+from pdx.parallel._shard import active_mesh, logical_to_spec
 
 _NEG = -1e30  # finite "minus infinity" for masked logits: exp(_NEG - m) underflows to 0 without NaNs
 
 
 def _active():
     """(mesh, config, sequence mesh axis, its size) of the innermost `use_mesh`, or None."""
-    if not _MESH_STACK:
+    active = active_mesh()
+    if active is None:
         return None
-    mesh, config = _MESH_STACK[-1]
+    mesh, config = active
     axis = _sequence_axis(config.axis_rules())
     if axis is None:
         return None
@@ -267,11 +268,12 @@ def context_attention(q, k, v, *, causal: bool = False, segment_ids=None, window
       (1, 8, 4, 16)
     """
     if config is None:
-        if not _MESH_STACK:
+        active = active_mesh()
+        if active is None:
             raise ValueError("context_attention: no mesh is active; call it inside pdx.parallel.use_mesh(config) "
                              "or pass config= (and mesh=)")
-        active_mesh, config = _MESH_STACK[-1]
-        mesh = active_mesh if mesh is None else mesh
+        config = active.config
+        mesh = active.mesh if mesh is None else mesh
     mesh = config.mesh() if mesh is None else mesh
     impl = config.context_parallel if impl is None else impl
     if impl not in CONTEXT_PARALLEL_IMPLS:

@@ -43,9 +43,9 @@ def bubble_fraction(num_stages: int, num_microbatches: int, virtual_stages: int 
 
 
 def _active():
-    from pdx.parallel._shard import _MESH_STACK
+    from pdx.parallel._shard import active_mesh
 
-    return _MESH_STACK[-1] if _MESH_STACK else (None, None)
+    return active_mesh() or (None, None)
 
 
 def run_layers(layers, x, *args, scan: bool = False, policy=None):

@@ -13,18 +13,34 @@ reduce-scatters and all-gathers).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from pdx import _placement
+from pdx import _placement, _trace_context
 from pdx._placement import Placement
 from pdx.nn import axes
 from pdx.parallel._config import HybridConfig
 
-_MESH_STACK: list[tuple[Mesh, HybridConfig]] = []
+
+class ActiveMesh(NamedTuple):
+    """The mesh and config of the innermost `use_mesh` (hashable: compiled functions key on it)."""
+
+    mesh: Mesh
+    config: HybridConfig
+
+
+_MESH = _trace_context.register(
+    "pdx.parallel.mesh", None,
+    doc="the ActiveMesh of use_mesh: constrain, context attention and pipelines lay activations out on it")
+
+
+def active_mesh() -> ActiveMesh | None:
+    """The `ActiveMesh` (mesh, config) of the innermost `use_mesh`, or None outside one."""
+    return _MESH.get()
 
 
 def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
@@ -161,19 +177,24 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
 
 class _MeshScope:
     def __init__(self, mesh, config):
-        self._entry = (mesh, config)
+        self._mesh = mesh
+        self._scope = _MESH.set(ActiveMesh(mesh, config))
 
     def __enter__(self):
-        _MESH_STACK.append(self._entry)
-        return self._entry[0]
+        self._scope.__enter__()
+        return self._mesh
 
     def __exit__(self, *exc):
-        _MESH_STACK.remove(self._entry)
-        return False
+        return self._scope.__exit__(*exc)
 
 
 def use_mesh(config: HybridConfig, mesh: Mesh | None = None) -> _MeshScope:
     """Context manager making `config` (and its mesh) the one `constrain` uses.
+
+    The scope is a trace-context setting ("pdx.parallel.mesh",
+    `pdx/_trace_context.py`): a function compiled outside the block (with
+    `pdx.jit` or `jax.jit`) and called inside it traces once more, with the
+    constraints of this mesh; the scope holds on the thread that entered it.
 
     Example:
       >>> import pdx, jax.numpy as jnp
@@ -191,9 +212,10 @@ def constrain(x, logical_names):
 
     Example: `h = pdx.parallel.constrain(h, ("batch", "seq", "embed"))`.
     """
-    if not _MESH_STACK:
+    active = _MESH.get()
+    if active is None:
         return x
-    mesh, config = _MESH_STACK[-1]
+    mesh, config = active
     spec = logical_to_spec(logical_names, x.shape, mesh, config.axis_rules())
     return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 

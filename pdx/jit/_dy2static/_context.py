@@ -1,15 +1,27 @@
 """State of the current trace shared by every converted function: the
-`max_iterations` hint, the Layers/optimizers of the tracing StaticFunction, and
-the locations of the loops it compiled (named by later errors)."""
+`max_iterations` hint and `full_graph` (trace-context settings, so a function
+compiled outside a `max_iterations` block and called inside it traces again),
+the Layers/optimizers of the tracing StaticFunction, and the locations of the
+loops it compiled (named by later errors)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 
-__all__ = ["Dy2StaticError", "compiled_loop_locations", "max_iterations", "traced_while_locations",
-           "tracing_graph"]
+from pdx import _trace_context
 
+__all__ = ["Dy2StaticError", "compiled_loop_locations", "full_graph", "max_iterations", "traced_while_locations",
+           "tracing_graph", "use_full_graph"]
+
+_MAX_ITERATIONS = _trace_context.register(
+    "pdx.jit.max_iterations", None,
+    doc="the trip-count bound that turns loops with a traced trip count into a differentiable lax.scan")
+_FULL_GRAPH = _trace_context.register(
+    "pdx.jit.full_graph", False,
+    doc="whether control flow that cannot be converted raises (True) or runs unconverted (False)")
+
+# The graph of the StaticFunction tracing now (set by it for the length of its own trace).
 _local = threading.local()
 
 # Locations of traced-trip-count loops built by the current trace, for the
@@ -53,12 +65,18 @@ def max_iterations(n: int):
     """
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise ValueError(f"pdx.jit.max_iterations(n) needs a positive int; got {n!r}")
-    stack = _local.__dict__.setdefault("max_iterations", [])
-    stack.append(n)
-    try:
+    with _MAX_ITERATIONS.set(n):
         yield n
-    finally:
-        stack.pop()
+
+
+def full_graph() -> bool:
+    """Whether conversion errors raise in the trace running now (`pdx.jit(full_graph=True)`)."""
+    return _FULL_GRAPH.get()
+
+
+def use_full_graph(strict: bool):
+    """`full_graph()` is `strict` inside the block (the tracing StaticFunction enters it)."""
+    return _FULL_GRAPH.set(bool(strict))
 
 
 @contextlib.contextmanager
@@ -74,5 +92,4 @@ def tracing_graph(graph):
 
 
 def _current_max():
-    stack = getattr(_local, "max_iterations", None)
-    return stack[-1] if stack else None
+    return _MAX_ITERATIONS.get()

@@ -13,28 +13,20 @@ import ast
 import functools
 import inspect
 import textwrap
-import threading
 import types
 import weakref
 
 from pdx._static_layers import static_layers
 from pdx.jit._dy2static import _runtime
+from pdx.jit._dy2static._context import full_graph
 from pdx.jit._dy2static._transform import RT, ConversionError, transform
 
-__all__ = ["convert", "converted_call", "get_code", "options"]
+__all__ = ["convert", "converted_call", "get_code"]
 
 _code_cache: dict = {}  # code object -> (_Template | ConversionError)
 _fn_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_state = threading.local()
 _SKIP_MODULES = ("pdx", "jax", "jaxlib", "flax", "optax", "numpy", "orbax", "chex", "grain",
                  "functools", "builtins", "typing", "abc", "collections", "contextlib", "inspect")
-
-
-def options():
-    """Per-thread conversion settings (`full_graph`), set by the tracing StaticFunction."""
-    if not hasattr(_state, "full_graph"):
-        _state.full_graph = False
-    return _state
 
 
 class _Template:
@@ -175,7 +167,7 @@ def convert_or_fallback(fn):
     try:
         return convert(fn)
     except ConversionError as e:
-        if options().full_graph:
+        if full_graph():
             line = e.lineno or fn.__code__.co_firstlineno
             import linecache
             src = linecache.getline(fn.__code__.co_filename, line).strip()
