@@ -9,7 +9,7 @@ from pdx import _placement
 from pdx.distributed._api import _put, default_mesh, get_process_mesh
 from pdx.distributed._mesh import ProcessMesh
 from pdx.distributed._placements import Replicate
-from pdx.parallel import zero_spec
+from pdx.parallel import zero_placement
 
 __all__ = ["ShardingStage1", "ShardingStage2", "ShardingStage3", "shard_optimizer"]
 
@@ -35,7 +35,7 @@ class ShardingStage1(_ShardingStage):
     """ZeRO stage 1: optimizer state (moments, master weights) split over `sharding_mesh_dim`.
 
     The same split `pdx.parallel.HybridConfig(sharding_stage=1)` makes over
-    its "sharding" axis (`pdx.parallel.zero_spec`), here over a named mesh
+    its "sharding" axis (`pdx.parallel.zero_placement`), here over a named mesh
     dimension (usually "dp").
 
     Example: `opt = dist.shard_optimizer(opt, dist.ShardingStage1("dp", mesh))`.
@@ -120,12 +120,11 @@ def shard_optimizer(optimizer, shard_fn=None, gradient_accumulation_steps: int =
         shape = tuple(var.get_value().shape)
         names = _placement.logical_axes(var)
         own = placement.value.spec if stage.stage < 3 or placement.grad is None else placement.grad.spec
-        zero = NamedSharding(jax_mesh, zero_spec(own, shape, jax_mesh, names, axis=axis))
-        value = zero if stage.stage == 3 else NamedSharding(jax_mesh, own)
-        grad = zero if stage.stage >= 2 else value
-        _placement.place(var, _placement.Placement(value, grad))
+        zero = zero_placement(own, shape, jax_mesh, names, stage=stage.stage, axis=axis)
+        value = NamedSharding(jax_mesh, zero.param)
+        _placement.place(var, _placement.Placement(value, NamedSharding(jax_mesh, zero.grad)))
         var.set_value(_put(var.get_value(), value))
-        state_specs[name] = zero
+        state_specs[name] = NamedSharding(jax_mesh, zero.state)
 
     default = next(iter(state_specs.values()), None)
     for path, node in nnx.iter_graph(optimizer):

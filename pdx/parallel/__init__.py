@@ -6,7 +6,7 @@
     constrain, use_mesh constrain activations by logical names inside a step
     context_attention   attention with the sequence split over "sep" (ring or all-gather)
     named_sharding      the NamedSharding for an input batch
-    logical_to_spec, zero_spec   the rules as functions
+    logical_to_spec, zero_spec, zero_placement   the rules as functions (zero_placement: the ZeRO stages, written once)
     collectives, collective_summary   collectives in a compiled step's HLO
     run_layers, pipeline, bubble_fraction   layer stacks: loop, scan or GPipe/interleaved pipeline
     pipeline_1f1b_loss  the 1F1B schedule (loss head inside; memory set by the stages, not the microbatches)
@@ -21,11 +21,13 @@ from pdx.parallel._launch import configure as configure_launch
 from pdx.parallel._launch import init
 from pdx.parallel._pipeline import bubble_fraction, pipeline, run_layers
 from pdx.parallel._pipeline_1f1b import pipeline_1f1b_loss
-from pdx.parallel._shard import constrain, logical_to_spec, named_sharding, shard, use_mesh, zero_spec
+from pdx.parallel._shard import (ZeroPlacement, constrain, logical_to_spec, named_sharding, shard, use_mesh,
+                                 zero_placement, zero_spec)
 
 __all__ = [
     "Collective",
     "HybridConfig",
+    "ZeroPlacement",
     "bubble_fraction",
     "collective_summary",
     "collectives",
@@ -42,5 +44,6 @@ __all__ = [
     "run_layers",
     "shard",
     "use_mesh",
+    "zero_placement",
     "zero_spec",
 ]

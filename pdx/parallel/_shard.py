@@ -93,6 +93,38 @@ def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None, *, axi
     return PartitionSpec(*entries)
 
 
+class ZeroPlacement(NamedTuple):
+    """Where one parameter's values go under a ZeRO stage (PartitionSpecs)."""
+
+    param: PartitionSpec   # the parameter itself (split at stage 3: FSDP)
+    grad: PartitionSpec    # its gradient (reduce-scattered from stage 2)
+    state: PartitionSpec   # optimizer state shaped like it: moments, master weights (split from stage 1)
+
+
+def zero_placement(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None, *, stage: int,
+                   axis: str = "sharding") -> ZeroPlacement:
+    """The ZeRO rule, the one place it is written: what stage `stage` splits over `axis`.
+
+    Stage 1 splits optimizer state, stage 2 also gradients, stage 3 also the
+    parameters, each on the dimension `zero_spec` picks; `spec` is the
+    parameter's placement without ZeRO (from its logical names).
+    `pdx.parallel.shard`, `pdx.train.state_shardings` and
+    `pdx.distributed.shard_optimizer` all place by it.
+
+    Example:
+      >>> import jax, pdx
+      >>> from jax.sharding import PartitionSpec as P
+      >>> mesh = pdx.parallel.HybridConfig(sharding_degree=2).mesh(jax.devices()[:2])
+      >>> pdx.parallel.zero_placement(P(None, None), (8, 4), mesh, stage=2)
+      ZeroPlacement(param=P(None, None), grad=P('sharding', None), state=P('sharding', None))
+    """
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_placement: stage must be 0, 1, 2 or 3; got {stage!r}")
+    zero = zero_spec(spec, shape, mesh, logical_names, axis=axis)
+    param = zero if stage == 3 else spec
+    return ZeroPlacement(param=param, grad=zero if stage >= 2 else param, state=zero if stage >= 1 else spec)
+
+
 def _variables(obj):
     """Every nnx.Variable reachable from obj, once."""
     seen, out = set(), []
@@ -163,13 +195,11 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
             shape = tuple(value.shape)
             names = _placement.logical_axes(var)
             spec = logical_to_spec(names, shape, mesh, rules)
-            zero = zero_spec(spec, shape, mesh, names)
+            zero = zero_placement(spec, shape, mesh, names, stage=stage)
             if isinstance(var, nnx.OptArray):  # optimizer moments and master weights
-                _place(var, NamedSharding(mesh, zero))
+                _place(var, NamedSharding(mesh, zero.state))
             elif isinstance(var, nnx.Param):
-                param_spec = zero if stage == 3 else spec
-                grad_spec = zero if stage >= 2 else param_spec
-                _place(var, NamedSharding(mesh, param_spec), NamedSharding(mesh, grad_spec))
+                _place(var, NamedSharding(mesh, zero.param), NamedSharding(mesh, zero.grad))
             else:
                 _place(var, NamedSharding(mesh, spec))
     return target

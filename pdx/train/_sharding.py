@@ -21,7 +21,7 @@ from collections.abc import Callable
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from pdx.parallel import HybridConfig, logical_to_spec, zero_spec
+from pdx.parallel import HybridConfig, ZeroPlacement, logical_to_spec, zero_placement
 
 __all__ = ["state_shardings", "jit_step", "place_state"]
 
@@ -63,19 +63,19 @@ def state_shardings(state, config: HybridConfig, mesh: Mesh | None = None):
     axes = dict(state.spec.axes)
     replicated = NamedSharding(mesh, PartitionSpec())
 
-    def spec_of(name, shape, zero: bool) -> NamedSharding:
+    def zero_of(name, shape) -> ZeroPlacement:
         names = axes.get(name)
-        spec = logical_to_spec(names, shape, mesh, rules)
-        return NamedSharding(mesh, zero_spec(spec, shape, mesh, names) if zero else spec)
+        return zero_placement(logical_to_spec(names, shape, mesh, rules), shape, mesh, names, stage=stage)
 
-    params = {n: spec_of(n, tuple(v.shape), stage == 3) for n, v in state.params.items()}
-    buffers = {n: spec_of(n, tuple(v.shape), False) for n, v in state.buffers.items()}
+    params = {n: NamedSharding(mesh, zero_of(n, tuple(v.shape)).param) for n, v in state.params.items()}
+    buffers = {n: NamedSharding(mesh, logical_to_spec(axes.get(n), tuple(v.shape), mesh, rules))
+               for n, v in state.buffers.items()}
     by_opt_name = {o: m for m, o in state.spec.opt_names}
 
     def opt_leaf(path, leaf):
         name = _opt_param(path, by_opt_name)
         if name is not None and tuple(leaf.shape) == tuple(state.params[name].shape):
-            return spec_of(name, tuple(leaf.shape), True)  # moments and masters: ZeRO stage >= 1
+            return NamedSharding(mesh, zero_of(name, tuple(leaf.shape)).state)  # moments and masters
         return replicated
 
     opt_state = jax.tree_util.tree_map_with_path(opt_leaf, state.opt_state)
