@@ -48,8 +48,36 @@ from pdx._placement import axes_metadata
 __all__ = ["Buffer", "Layer", "ParamAttr", "as_rngs"]
 
 
+def _value(x):
+    return x.get_value() if isinstance(x, nnx.Variable) else x
+
+
 class Buffer(nnx.Variable):
-    """A non-trainable tensor owned by a Layer (Paddle's `register_buffer`)."""
+    """A non-trainable tensor owned by a Layer (Paddle's `register_buffer`).
+
+    It reads like the tensor it holds, as a Paddle buffer does: arithmetic
+    (nnx's), comparisons, `!=` and `bool()` of a one-element buffer work on the
+    value (`self.mask > 0`, `if self.initialized:`). Indexing another array with
+    a buffer needs its value: `x[:, self.perm[...]]`.
+    """
+
+    def __lt__(self, other):
+        return self.get_value() < _value(other)
+
+    def __le__(self, other):
+        return self.get_value() <= _value(other)
+
+    def __gt__(self, other):
+        return self.get_value() > _value(other)
+
+    def __ge__(self, other):
+        return self.get_value() >= _value(other)
+
+    def __ne__(self, other):
+        return self.get_value() != _value(other)
+
+    def __bool__(self) -> bool:
+        return bool(self.get_value())
 
 
 @dataclasses.dataclass(frozen=True)

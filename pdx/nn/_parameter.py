@@ -192,3 +192,24 @@ def _set_trainable(self, value) -> None:
 nnx.Param.trainable = property(_get_trainable, _set_trainable,
                                doc="Whether gradients and optimizer updates reach this parameter (Paddle's "
                                    "`Parameter.trainable`); stored as the Variable's `trainable` metadata.")
+
+
+def _get_stop_gradient(self) -> bool:
+    meta = self.get_metadata()
+    return not meta.get("trainable", True) or bool(meta.get("stop_gradient", False))
+
+
+def _set_stop_gradient(self, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"Parameter.stop_gradient must be True or False; got {value!r}")
+    updates = {"trainable": not bool(value)}
+    if self.has_metadata("stop_gradient"):
+        updates["stop_gradient"] = bool(value)
+    self.set_metadata(**updates)
+
+
+# Paddle's `param.stop_gradient`, the other face of `trainable` (Paddle keeps the two opposite):
+# `p.stop_gradient = True` freezes the parameter, as `p.trainable = False` does.
+nnx.Param.stop_gradient = property(_get_stop_gradient, _set_stop_gradient,
+                                   doc="Whether gradients and optimizer updates skip this parameter (Paddle's "
+                                       "`Parameter.stop_gradient`, always `not trainable`).")
