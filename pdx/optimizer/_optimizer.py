@@ -121,7 +121,9 @@ class Optimizer(nnx.Pytree):
       parameters: what to optimize: a Layer, `layer.parameters()`, a list of
         `nnx.Param`, or Paddle parameter groups (a list of dicts with 'params'
         and optional 'learning_rate' (a multiplier), 'weight_decay',
-        'grad_clip' and the optimizer's hyperparameters).
+        'grad_clip' and the optimizer's hyperparameters). Parameters are
+        named by their `state_dict` names in the Layer given, or in the Layer
+        whose `parameters()` listed them (`gen.parameters()`: `'fc.weight'`).
       weight_decay: None, a float (L2 coefficient), `L1Decay` or `L2Decay`;
         a parameter's `ParamAttr(regularizer=...)` takes precedence.
       grad_clip: None or a `pdx.nn.ClipGradBy*` instance.
