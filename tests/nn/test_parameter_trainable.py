@@ -30,3 +30,27 @@ def test_trainable_reads_sets_and_freezes(paddle):
     assert net[0].weight.trainable and net[0].weight.get_metadata()["trainable"] is True
     with pytest.raises(TypeError, match="trainable must be True or False"):
         net[0].weight.trainable = "no"
+
+
+def test_stop_gradient_is_the_opposite_of_trainable(paddle):
+    net = nn.Linear(2, 2, weight_attr=pdx.ParamAttr(trainable=False))
+    ref = paddle.nn.Linear(2, 2, weight_attr=paddle.ParamAttr(trainable=False))
+    assert [p.stop_gradient for p in net.parameters()] == [p.stop_gradient for p in ref.parameters()] == [True, False]
+    net.bias.stop_gradient = True
+    ref.bias.stop_gradient = True
+    assert net.bias.trainable is ref.bias.trainable is False
+    net.weight.stop_gradient = False
+    assert net.weight.trainable and not net.weight.stop_gradient
+    assert list(pdx.grad(lambda m: m(jnp.ones((1, 2))).sum())(net)) == ["weight"]
+    with pytest.raises(TypeError, match="stop_gradient must be True or False"):
+        net.bias.stop_gradient = 1
+
+
+def test_buffer_reads_as_its_tensor():
+    layer = nn.Layer()
+    buf = layer.register_buffer("mask", jnp.array([1.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(buf > 0, [True, False, True])
+    np.testing.assert_array_equal(0 < buf, [True, False, True])
+    np.testing.assert_array_equal(buf != 0, [True, False, True])
+    np.testing.assert_array_equal(buf <= 1, [True, True, False])
+    assert bool(layer.register_buffer("flag", jnp.array(True)))
