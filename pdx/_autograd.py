@@ -8,6 +8,12 @@ consumes. Other arguments get ordinary JAX gradients. Buffers the function
 updates (BatchNorm statistics, dropout RNG) keep their new values, as in an
 eager Paddle forward pass.
 
+Called eagerly (outside `pdx.jit`), the gradient of a function is traced once
+per signature and runs as one compiled XLA call, as `pdx.jit` runs a step; a
+function whose Python needs the values (`.item()`, `float(x)`, `if x > 0`),
+prints or changes a Layer's attributes runs op by op instead. See
+`value_and_grad` for the rule.
+
 Example:
     >>> import pdx, jax.numpy as jnp
     >>> net = pdx.nn.Linear(3, 1)
@@ -20,13 +26,22 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
+import random
+import sys
+import threading
+import types
 from collections.abc import Callable, Sequence
 
 import jax
+import numpy as np
+from flax import errors as nnx_errors
 from flax import nnx
 
-from pdx._graph import Graph, is_graph_node, run_with_values, same_leaves
+from pdx import _nnx, _random, _trace_context
+from pdx._graph import Graph, free_refs, is_graph_node, run_with_values, same_leaves
 
 __all__ = ["Gradients", "grad", "no_grad", "value_and_grad"]
 
@@ -85,8 +100,595 @@ def _normalize_argnums(argnums, nargs: int, fname: str) -> tuple[int, ...]:
     return tuple(i % nargs for i in nums)
 
 
+# -- the gradient itself, shared by the op-by-op and the compiled path -----------------------------
+_LAYER, _ARRAY = "layer", "array"
+
+
+def _diff_slots(graph: Graph | None, args: Sequence, nums: tuple[int, ...]) -> tuple:
+    """Per argnum: (LAYER, parameter names, variable indices) or (ARRAY, None, None)."""
+    index = {id(v): i for i, v in enumerate(graph.variables)} if graph is not None else {}
+    slots = []
+    for i in nums:
+        if is_graph_node(args[i]):
+            named = _trainable_params(args[i])
+            slots.append((_LAYER, [n for n, _ in named], [index[id(p)] for _, p in named]))
+        else:
+            slots.append((_ARRAY, None, None))
+    return tuple(slots)
+
+
+def _differentiate(func, fname: str, has_aux: bool, nums, slots, graph: Graph | None, values: list,
+                   args: Sequence, kwargs: dict):
+    """`jax.value_and_grad` of `func(*args, **kwargs)` over the argnums, with the
+    graph's Variables holding `values`.
+
+    Returns:
+      (loss, aux, raw gradients per argnum, {variable index: new value} of the
+      Variables the call changed).
+    """
+
+    def inner(diff_values, values):
+        values = list(values)
+        call_args = list(args)
+        for (kind, _, idx), dv, i in zip(slots, diff_values, nums):
+            if kind is _LAYER:
+                for j, v in zip(idx, dv):
+                    values[j] = v
+            else:
+                call_args[i] = dv
+        if graph is None:
+            out, new_values = func(*call_args, **kwargs), []
+        else:
+            out, new_values = run_with_values(graph, values, func, *call_args, **kwargs)
+        loss, aux = out if has_aux else (out, None)
+        if not (hasattr(loss, "shape") and loss.shape == ()):
+            raise TypeError(f"{fname}: the function must return a scalar loss"
+                            f"{' as the first element of (loss, aux)' if has_aux else ''}; "
+                            f"got {type(loss).__name__} with shape {getattr(loss, 'shape', None)}")
+        updates = {j: jax.lax.stop_gradient(new) for j, (new, old) in enumerate(zip(new_values, values))
+                   if not same_leaves(new, old)}
+        return loss, (aux, updates)
+
+    diff_values = [[values[j] for j in idx] if kind is _LAYER else args[i]
+                   for (kind, _, idx), i in zip(slots, nums)]
+    (loss, (aux, updates)), raw_grads = jax.value_and_grad(inner, has_aux=True)(diff_values, values)
+    return loss, aux, raw_grads, updates
+
+
+def _result(slots, raw_grads, args, nums, argnums, has_aux, loss, aux):
+    """What value_and_grad returns: Gradients (with their owner) for Layers, JAX's gradients otherwise."""
+    grads = []
+    for (kind, names, _), g, i in zip(slots, raw_grads, nums):
+        if kind is _LAYER:
+            out = Gradients(zip(names, g))
+            out.owner = args[i]
+            grads.append(out)
+        else:
+            grads.append(g)
+    grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+    return ((loss, aux) if has_aux else loss), grads
+
+
+# -- when a compiled gradient would not do what the eager one does ----------------------------------
+class _NeedsEager(Exception):  # noqa: N818 - a signal, caught in this module
+    """Raised while tracing when the function does something only an eager run does right."""
+
+
+# Python needs a value of the traced function: the eager (op-by-op) run has it.
+_VALUE_NEEDED = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                 jax.errors.TracerIntegerConversionError, jax.errors.TracerBoolConversionError,
+                 # a Layer that is not an argument nor named by the function was written
+                 nnx_errors.TraceContextError, _NeedsEager)
+
+
+class _StdoutProbe:
+    """Stands in for sys.stdout while one thread traces: a write from that thread means
+    the function prints; other threads write through."""
+
+    def __init__(self, stdout, thread: int):
+        self.stdout, self.thread = stdout, thread
+
+    def write(self, text):
+        if threading.get_ident() == self.thread:
+            raise _NeedsEager("the function prints")
+        return self.stdout.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self.stdout, name)
+
+
+@contextlib.contextmanager
+def _side_effects_detected():
+    """Within the block (one trace), printing anything or formatting a tracer on
+    this thread raises `_NeedsEager`: such a function runs op by op, where it
+    prints values on every call as the Paddle code it was ported from does."""
+    thread = threading.get_ident()
+    stdout, tracer_repr = sys.stdout, jax.core.Tracer.__repr__
+
+    def probe_repr(self):
+        if threading.get_ident() == thread:
+            raise _NeedsEager("the function formats a traced value (print, f-string, logging)")
+        return tracer_repr(self)
+
+    sys.stdout, jax.core.Tracer.__repr__ = _StdoutProbe(stdout, thread), probe_repr
+    try:
+        yield
+    finally:
+        sys.stdout, jax.core.Tracer.__repr__ = stdout, tracer_repr
+
+
+@contextlib.contextmanager
+def _global_generator(key):
+    """The global generator (`pdx.seed`) advances from `key` inside the block;
+    `box[0]` is its key at the end."""
+    box = [key]
+    with _random.traced_generator(key):
+        try:
+            yield box
+        finally:
+            box[0] = _random.get_rng_state()
+
+
+# -- the compiled path --------------------------------------------------------------------------------
+_NODE, _SCALAR, _DYNAMIC, _STATIC, _EAGER = "node", "scalar", "dynamic", "static", "eager"
+_PY_SCALARS = (bool, int, float, complex, str, type(None))
+_ARRAYS = (jax.Array, np.ndarray, np.generic)
+_KINDS: dict[type, str] = {}
+# Traces kept per function before it runs op by op: one per distinct Python
+# value of a scalar argument or free variable at the same shapes, and in all
+# (shapes that never repeat, a counter read by the function).
+_MAX_VALUE_TRACES = 4
+_MAX_TRACES = 64
+_MAX_FUNCTIONS = 256  # compiled functions kept, oldest dropped first
+
+
+def _classify(cls: type) -> str:
+    if issubclass(cls, nnx.Pytree):
+        kind = _NODE
+    elif cls in _PY_SCALARS:
+        kind = _SCALAR
+    elif issubclass(cls, _ARRAYS) or issubclass(cls, (list, tuple, dict)):
+        kind = _DYNAMIC  # containers: checked for Layers inside (see _kind)
+    elif issubclass(cls, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+                          type, functools.partial)):
+        kind = _STATIC  # by identity: functions, classes, modules
+    elif issubclass(cls, _STATEFUL):
+        kind = _EAGER  # each call draws anew: a trace would freeze the draws
+    else:
+        kind = _OBJECT  # a config, a trainer: by identity and its Python-valued attributes
+    _KINDS[cls] = kind
+    return kind
+
+
+_OBJECT = "object"
+_STATEFUL = (np.random.Generator, np.random.RandomState, random.Random)
+
+
+def _object_key(obj) -> tuple:
+    """An object by identity and the Python values among its attributes (a config's
+    fields, a trainer's step counter): a trace that reads one is redone when it changes."""
+    try:
+        items = vars(obj).items()
+    except TypeError:  # __slots__
+        items = ((n, getattr(obj, n, None)) for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()))
+    return _Identity(obj), tuple((n, type(v), v) for n, v in items if type(v) in _PY_SCALARS
+                                 or (type(v) is tuple and _hashable(v)))
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _kind(value, free: bool = False) -> str:
+    """How a value enters the key: `free` for a variable the function reads from a
+    closure or global (a list/dict there is read as it is and watched for changes)."""
+    kind = _KINDS.get(type(value)) or _classify(type(value))
+    if kind is _DYNAMIC and isinstance(value, (list, tuple, dict)):
+        leaves = jax.tree.leaves(value, is_leaf=is_graph_node)
+        if not all(isinstance(x, _ARRAYS) or type(x) in _PY_SCALARS for x in leaves):
+            return _EAGER  # a Layer or another object inside: only the eager path reads it as it is
+        if all(type(x) in _PY_SCALARS for x in leaves) and leaves:
+            return _FREE_CONTAINER if free and not isinstance(value, tuple) else _STATIC_TREE
+        if free and (not isinstance(value, tuple) or not all(isinstance(x, _ARRAYS) for x in leaves)):
+            return _FREE_CONTAINER
+    return kind
+
+
+_STATIC_TREE = "static tree"  # a list/tuple/dict of Python scalars: static by value
+_FREE_CONTAINER = "free container"  # a list/dict the function names: by its items, watched for changes
+
+
+def _leaf_key(x):
+    return (type(x), x) if type(x) in _PY_SCALARS else _Identity(x)
+
+
+class _Identity:
+    """A dict key comparing an object by identity (and holding it, so its id stays unique)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+def _function_key(func) -> tuple | None:
+    """What one compiled gradient is kept under: a function's code and globals
+    (a lambda written inside a loop is a new object with the same code each
+    time), a method's function and object; None for other callables."""
+    if isinstance(func, types.MethodType):
+        inner = _function_key(func.__func__)
+        return None if inner is None else (inner, _Identity(func.__self__))
+    if isinstance(func, types.FunctionType):
+        return (func.__code__, _Identity(func.__globals__), func.__defaults__,
+                _Identity(func.__kwdefaults__) if func.__kwdefaults__ else None)
+    return None
+
+
+def _is_free_value(value) -> bool:
+    """What a function's free variables are followed for (None is also what a missing global reads as)."""
+    return value is not None and (is_graph_node(value) or isinstance(value, (*_ARRAYS, list, tuple, dict))
+                                  or type(value) in _PY_SCALARS)
+
+
+class _Signature:
+    """One call sorted out: the objects to thread, the static key, the dynamic inputs."""
+
+    __slots__ = ("objs", "static", "n_args", "dynamic", "hoisted", "containers", "eager")
+
+    def __init__(self):
+        self.objs: list = []
+        self.static: list = []  # the arguments' entries, then the free variables'
+        self.n_args = 0
+        self.dynamic: list = []  # array arguments, in order
+        self.hoisted: list = []  # arrays the function reads from closures/globals
+        self.containers: list = []  # lists/dicts the function reads from closures/globals
+        self.eager = False
+
+    def add(self, value, where, free: bool = False) -> bool:
+        """Sort one value (an argument or a free variable) into the key; True when it is an input."""
+        kind = _kind(value, free)
+        if kind is _NODE:
+            for i, obj in enumerate(self.objs):
+                if obj is value:
+                    break
+            else:
+                i = len(self.objs)
+                self.objs.append(value)
+            self.static.append((where, _NODE, i, None))
+        elif kind is _SCALAR:
+            self.static.append((where, _SCALAR, type(value), value))  # the type too: 1 == True
+        elif kind is _STATIC_TREE or kind is _FREE_CONTAINER:
+            leaves, treedef = jax.tree.flatten(value)
+            self.static.append((where, _STATIC_TREE, treedef, tuple(map(_leaf_key, leaves))))
+            if kind is _FREE_CONTAINER:
+                self.containers.append(value)
+        elif kind is _STATIC:
+            self.static.append((where, _STATIC, _Identity(value), None))
+        elif kind is _OBJECT:
+            self.static.append((where, _STATIC, *_object_key(value)))
+        elif kind is _DYNAMIC:
+            self.static.append((where, _DYNAMIC, None, None))
+            return True
+        else:
+            self.eager = True
+        return False
+
+
+class _CompiledGrad:
+    """The compiled gradients of one function (one `value_and_grad(func, argnums, has_aux)` setting).
+
+    Keeps the Graph of the objects it threads (re-read when their structure
+    changes, `Graph.is_current`), one `jax.jit` function per static layout
+    (graph structure, argument kinds, Python values; JAX's own cache keys on
+    shapes, dtypes and the trace context), and which layouts must run op by op.
+    """
+
+    def __init__(self, func, argnums, has_aux: bool, fname: str):
+        self.argnums, self.has_aux, self.fname = argnums, has_aux, fname
+        self.free = free_refs(func, _is_free_value, closure=False)  # globals and helpers' cells
+        self.graph_ids: dict = {}
+        self.graph: Graph | None = None
+        self.slots: tuple | None = None
+        self.programs: dict = {}
+        self.eager_layouts: set = set()
+        self.eager = False  # every call op by op (see _MAX_TRACES, structure changes)
+        self.traces = 0
+        self.value_traces: collections.Counter = collections.Counter()
+        self.traced_now = False
+        # read by `_traced` while tracing (set before each call)
+        self.func = func
+        self.containers: list = []
+        self.nums: tuple[int, ...] = ()
+
+    # -- sorting a call -------------------------------------------------------------
+    def signature(self, func, args, kwargs) -> _Signature:
+        sig = _Signature()
+        for i, a in enumerate(args):
+            if sig.add(a, i):
+                sig.dynamic.append(a)
+        for k, v in kwargs.items():
+            if sig.add(v, k):
+                sig.dynamic.append(v)
+        sig.n_args = len(sig.static)
+        cells = getattr(func, "__closure__", None) or ()
+        for i, cell in enumerate(cells):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if sig.add(value, ("cell", i), free=True):
+                sig.hoisted.append(value)
+        for holder, name in self.free:
+            value = holder.get(name) if name is not None else holder.cell_contents
+            if value is None or _kind(value, free=True) is _EAGER:
+                continue  # a name that now holds something else: not a value the trace reads
+            if sig.add(value, ("free", id(holder), name), free=True):
+                sig.hoisted.append(value)
+        return sig
+
+    def current_graph(self, objs: list, args, nums) -> Graph:
+        graph = self.graph
+        if graph is None or graph.objs != objs or not graph.is_current():
+            graph = self.graph = Graph(objs, self.graph_ids)
+            self.slots = None
+        if self.slots is None or self.nums != nums:
+            self.slots, self.nums = _diff_slots(graph, args, nums), nums
+        return graph
+
+    # -- a call -----------------------------------------------------------------------
+    def __call__(self, func, args, kwargs):
+        """The compiled gradient, or None where this call must run op by op."""
+        if self.eager:
+            return None
+        nums = _normalize_argnums(self.argnums, len(args), self.fname)
+        sig = self.signature(func, args, kwargs)
+        if sig.eager or any(not is_graph_node(args[i]) and _kind(args[i]) is not _DYNAMIC for i in nums):
+            return None
+        graph = self.current_graph(sig.objs, args, nums)
+        # The layout: the arguments' part, then the free variables'. (The trace context, with
+        # the AMP policy and lowering switches, is part of jax.jit's own key.) An op-by-op
+        # decision holds for the arguments' part: free lists/dicts may change every call.
+        layout = (graph.graph_id, nums, tuple(sig.static[:sig.n_args]), tuple(sig.static[sig.n_args:]))
+        if layout[:3] in self.eager_layouts:
+            return None
+        jitted = self.programs.get(layout)
+        if jitted is None:
+            if len(self.programs) >= _MAX_TRACES:
+                del self.programs[next(iter(self.programs))]
+            jitted = self.programs[layout] = jax.jit(functools.partial(self._traced, layout))
+        self.func, self.containers = func, sig.containers
+        key = _random.get_rng_state()
+        values = _nnx.stored_values(graph.variables)
+        try:
+            loss, aux, raw_grads, updates, new_key = jitted(values, key, sig.dynamic, sig.hoisted)
+        except _VALUE_NEEDED:
+            self.traced_now = False
+            self.eager_layouts.add(layout[:3])
+            return None
+        if self.traced_now:
+            self.traced_now = False
+            self._check_trace(jitted, graph, layout, (values, key, sig.dynamic, sig.hoisted))
+        if updates:
+            graph.write(updates)
+        if new_key is not None:
+            _random.set_rng_state(new_key)
+        return _result(self.slots, raw_grads, args, nums, self.argnums, self.has_aux, loss, aux)
+
+    def _traced(self, layout, values, key, dynamic, hoisted):
+        """The traced body: the user's function on the real objects holding tracers."""
+        self.traces += 1
+        self.traced_now = True
+        _, nums, arg_static, free_static = layout
+        graph, func = self.graph, self.func
+        args, kwargs, dyn = [], {}, iter(dynamic)
+        for where, kind, a, b in arg_static:
+            value = (next(dyn) if kind is _DYNAMIC else graph.objs[a] if kind is _NODE else b if kind is _SCALAR
+                     else a.obj if kind is _STATIC else jax.tree.unflatten(a, [x for _, x in b]))
+            if isinstance(where, int):
+                args.append(value)
+            else:
+                kwargs[where] = value
+        shapes = tuple((x.shape, x.dtype) for x in jax.tree.leaves((dynamic, hoisted)))
+        kinds = tuple((where, kind) for where, kind, *_ in arg_static + free_static)
+        self.value_traces[(layout[0], nums, shapes, kinds, _trace_context.current())] += 1
+        with _hoisted(func, self._hoisted_slots(func, free_static), hoisted), _global_generator(key) as rng, \
+                _side_effects_detected(), _unchanged(self.containers):
+            loss, aux, raw_grads, updates = _differentiate(func, self.fname, self.has_aux, nums, self.slots,
+                                                           graph, values, args, kwargs)
+        return loss, aux, raw_grads, updates, (None if rng[0] is key else rng[0])
+
+    def _hoisted_slots(self, func, free_static) -> list:
+        """(holder, name) of each hoisted array, in the order of `hoisted`."""
+        cells = getattr(func, "__closure__", None) or ()
+        holders = {("free", id(h), n): (h, n) for h, n in self.free}
+        return [(cells[where[1]], None) if where[0] == "cell" else holders[where]
+                for where, kind, _, _ in free_static if kind is _DYNAMIC]
+
+    def _check_trace(self, jitted, graph: Graph, layout, inputs) -> None:
+        """After a call that traced: remember what makes later calls run op by op."""
+        if self.traces > _MAX_TRACES or max(self.value_traces.values()) > _MAX_VALUE_TRACES:
+            self.eager = True  # retracing per call would cost more than running op by op
+            return
+        if graph.objs and not graph.is_current():
+            self.eager = True  # the function changed a Layer's attributes: Python that must run each call
+            return
+        allowed = _attribute_arrays(graph)
+        consts = jitted.trace(*inputs).jaxpr.consts
+        if any(isinstance(c, jax.Array) and id(c) not in allowed for c in consts):
+            # an array reached through a container or object attribute became a constant
+            # of the program: a later call could not see it change
+            self.eager_layouts.add(layout[:3])
+
+
+def _attribute_arrays(graph: Graph) -> set[int]:
+    """Arrays kept as plain attributes of the graph's objects (a change of one is a
+    structure change, which `Graph.is_current` sees)."""
+    ids = set()
+    for node in graph.nodes:
+        for _, v in _nnx.user_attributes(node):
+            if isinstance(v, jax.Array):
+                ids.add(id(v))
+    for c in graph.containers:
+        for v in (c.values() if isinstance(c, dict) else c):
+            if isinstance(v, jax.Array):
+                ids.add(id(v))
+    return ids
+
+
+@contextlib.contextmanager
+def _unchanged(containers: list):
+    """Raise `_NeedsEager` if the block changes one of the lists/dicts (a loss appended
+    to a history list, a counter in a dict): Python that must run on every call. Their
+    items are put back as they were, so the op-by-op run that follows starts from them."""
+    saved = [(c, list(c) if isinstance(c, list) else dict(c)) for c in containers]
+
+    def changed():
+        out = []
+        for c, before in saved:
+            items, old = (c, before) if isinstance(c, list) else (list(c.items()), list(before.items()))
+            if len(items) != len(old) or any(a is not b for a, b in zip(_flat(items), _flat(old))):
+                out.append((c, before))
+        return out
+
+    try:
+        yield
+    except BaseException:
+        _restore(changed())
+        raise
+    undo = changed()
+    if undo:
+        _restore(undo)
+        raise _NeedsEager("the function changes a list or dict it reads from outside")
+
+
+def _flat(items):
+    for x in items:
+        yield from (x if type(x) is tuple else (x,))
+
+
+def _restore(undo) -> None:
+    for c, before in undo:
+        if isinstance(c, list):
+            c[:] = before
+        else:
+            c.clear()
+            c.update(before)
+
+
+@contextlib.contextmanager
+def _hoisted(func, slots: list, tracers: list):
+    """Closure cells and globals the function reads hold `tracers` inside the block."""
+    saved = []
+    try:
+        for (holder, name), t in zip(slots, tracers):
+            if name is None:
+                saved.append((holder, name, holder.cell_contents))
+                holder.cell_contents = t
+            else:
+                saved.append((holder, name, holder[name]))
+                holder[name] = t
+        yield
+    finally:
+        for holder, name, value in reversed(saved):
+            if name is None:
+                holder.cell_contents = value
+            else:
+                holder[name] = value
+
+
+_COMPILED: collections.OrderedDict = collections.OrderedDict()  # (function key, argnums, has_aux) -> _CompiledGrad
+
+
+def _entry_key(func, argnums, has_aux: bool) -> tuple | None:
+    fkey = _function_key(func)
+    return None if fkey is None else (fkey, argnums if isinstance(argnums, int) else tuple(argnums), has_aux)
+
+
+def _compiled_for(func, argnums, has_aux: bool, fname: str) -> _CompiledGrad | None:
+    key = _entry_key(func, argnums, has_aux)
+    if key is None:
+        return None
+    entry = _COMPILED.get(key)
+    if entry is None:
+        if len(_COMPILED) >= _MAX_FUNCTIONS:
+            _COMPILED.popitem(last=False)
+        entry = _COMPILED[key] = _CompiledGrad(func, argnums, has_aux, fname)
+    return entry
+
+
+# -- pdx.jit's switch -------------------------------------------------------------------------------
+_probe_state = {"ran": False}
+
+
+def _probe():
+    if not _random.in_trace():
+        _probe_state["ran"] = True
+
+
+_PROBE: list = []
+
+
+def _compiling() -> bool:
+    """Whether `pdx.jit` compiles now (`pdx.jit.enable_to_static`): a compiled
+    function runs its Python body only when compilation is off."""
+    if not _PROBE:
+        from pdx.jit import to_static
+
+        _PROBE.append(to_static(_probe))
+    _probe_state["ran"] = False
+    _PROBE[0]()
+    return not _probe_state["ran"]
+
+
+# -- the public functions -------------------------------------------------------------------------------
 def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """Return a function computing `(func(*args), gradients)`.
+
+    Called eagerly, the gradient is compiled: the first call with a signature
+    traces `func` and XLA compiles value and gradient into one program, which
+    later calls with the same signature run without running `func`'s Python.
+    The signature is what a trace depends on: the shapes and dtypes of array
+    arguments, Python values among the arguments and among the globals and
+    closure variables the function names, the structure of the Layers it uses
+    (`train()` / `eval()`, added sublayers), the `pdx.amp.auto_cast` policy
+    in effect and pdx's lowering switches. Arrays the function names in a
+    closure or global are inputs of the program, so a `lambda m: loss(m(x), y)`
+    written inside the loop sees each step's `x`. Layers that are arguments or
+    named by the function are threaded as in `pdx.jit`: buffers they change
+    (BatchNorm statistics, dropout keys) keep their new values, and random ops
+    on the global generator (`pdx.seed`) advance it.
+
+    A function runs op by op (eagerly, as before it was compiled) instead, for
+    that signature from then on, when its trace
+      - needs a value in Python: `x.item()`, `int(x)`, `bool(x)`, `if x > 0:`,
+        `x.numpy()` (JAX's concretization errors);
+      - prints anything, or formats a tensor (`print(loss)`, an f-string):
+        eagerly it prints every call, with values;
+      - changes a Layer's attributes (a Python counter on `self`), or writes a
+        Layer the function reaches only through a list/dict or another object;
+      - bakes in an array it reached through a container or an object's
+        attribute (the program could not see it change);
+    and for every signature when the function needs many traces (more than 4
+    Python values at the same shapes, or 64 in all). The first call of such a
+    function may run part of its Python twice (the aborted trace, then the
+    eager run). Other Python side effects (appending to a list, numpy random
+    draws, reading the clock) happen only when a trace runs: keep them out of
+    the differentiated function, or turn compilation off with
+    `pdx.jit.enable_to_static(False)`, which makes every `value_and_grad`
+    call run op by op (for pdb, and for code that relies on side effects).
+    Functions that are not plain functions or methods (functools.partial,
+    callable objects) run op by op. Under a trace (`pdx.jit`, `jax.jit`,
+    `jax.vmap`) the gradient is part of that trace.
 
     Args:
       func: returns a scalar loss (or `(loss, aux)` with has_aux=True).
@@ -97,65 +699,65 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
     Returns:
       A function with func's signature returning `(value, grads)`; grads is a
       single gradient for an int argnums and a tuple for a sequence.
+
+    Example:
+      >>> import pdx, jax.numpy as jnp
+      >>> net = pdx.nn.Linear(2, 1)
+      >>> def loss_fn(model, x):
+      ...     return (model(x) ** 2).mean()
+      >>> for _ in range(3):  # traced and compiled once
+      ...     loss, grads = pdx.value_and_grad(loss_fn)(net, jnp.ones((4, 2)))
+      >>> grads["weight"].shape
+      (2, 1)
     """
     _check_function(func, "value_and_grad")
     fname = f"pdx.value_and_grad({getattr(func, '__name__', func)})"
 
     def wrapper(*args, **kwargs):
-        nums = _normalize_argnums(argnums, len(args), fname)
+        if _random.in_trace():
+            return _eager(func, argnums, has_aux, fname, args, kwargs, None, top=False)
+        entry = _compiled_for(func, argnums, has_aux, fname) if _compiling() else None
+        if entry is not None:
+            out = entry(func, args, kwargs)
+            if out is not None:
+                return out
+        return _eager(func, argnums, has_aux, fname, args, kwargs, entry, top=True)
+
+    def cache_size() -> int:
+        """How many times the gradient of `func` was traced for compilation (as
+        `StaticFunction.cache_size`; shared by every `value_and_grad(func)` with
+        these argnums and has_aux)."""
+        entry = _COMPILED.get(_entry_key(func, argnums, has_aux))
+        return 0 if entry is None else entry.traces
+
+    wrapper.cache_size = cache_size
+    return wrapper
+
+
+def _eager(func, argnums, has_aux: bool, fname: str, args, kwargs, entry: _CompiledGrad | None, *, top: bool):
+    """The op-by-op gradient; `top`: called outside any trace, where random ops
+    advance the global generator (inside another trace they need `key=`)."""
+    nums = _normalize_argnums(argnums, len(args), fname)
+    if entry is not None:  # the entry's graph: Layers the function names are threaded too
+        sig = entry.signature(func, args, kwargs)
+        graph = entry.current_graph(sig.objs, args, nums) if sig.objs else None
+        slots = entry.slots if graph is not None else _diff_slots(None, args, nums)
+    else:
         graph_objs = [a for a in args if is_graph_node(a)]
         graph = Graph(graph_objs) if graph_objs else None
-        index = {id(v): i for i, v in enumerate(graph.variables)} if graph else {}
-        diff_slots = []  # per argnum: ("layer", names, variable indices) or ("array", None, None)
-        for i in nums:
-            if is_graph_node(args[i]):
-                named = _trainable_params(args[i])
-                diff_slots.append(("layer", [n for n, _ in named], [index[id(p)] for _, p in named]))
-            else:
-                diff_slots.append(("array", None, None))
-        values = graph.values() if graph else []
-
-        def inner(diff_values, values):
-            values = list(values)
-            call_args = list(args)
-            for (kind, _, idx), dv, i in zip(diff_slots, diff_values, nums):
-                if kind == "layer":
-                    for j, v in zip(idx, dv):
-                        values[j] = v
-                else:
-                    call_args[i] = dv
-            if graph is None:
-                out, new_values = func(*call_args, **kwargs), []
-            else:
-                out, new_values = run_with_values(graph, values, func, *call_args, **kwargs)
-            loss, aux = out if has_aux else (out, None)
-            if not (hasattr(loss, "shape") and loss.shape == ()):
-                raise TypeError(f"{fname}: the function must return a scalar loss"
-                                f"{' as the first element of (loss, aux)' if has_aux else ''}; "
-                                f"got {type(loss).__name__} with shape {getattr(loss, 'shape', None)}")
-            updates = {j: new for j, (new, old) in enumerate(zip(new_values, values))
-                       if not same_leaves(new, old)}
-            return loss, (aux, updates)
-
-        diff_values = [[values[j] for j in idx] if kind == "layer" else args[i]
-                       for (kind, _, idx), i in zip(diff_slots, nums)]
-        (loss, (aux, updates)), raw_grads = jax.value_and_grad(inner, has_aux=True)(diff_values, values)
-        if graph is not None and updates:
-            # Buffers changed by the forward pass (BatchNorm stats, RNG) keep
-            # their new values; parameters only change through the optimizer.
-            graph.write({j: jax.lax.stop_gradient(v) for j, v in updates.items()})
-        grads = []
-        for (kind, names, _), g, i in zip(diff_slots, raw_grads, nums):
-            if kind == "layer":
-                out = Gradients(zip(names, g))
-                out.owner = args[i]
-                grads.append(out)
-            else:
-                grads.append(g)
-        grads = grads[0] if isinstance(argnums, int) else tuple(grads)
-        return ((loss, aux) if has_aux else loss), grads
-
-    return wrapper
+        slots = _diff_slots(graph, args, nums)
+    generator = _global_generator(_random.get_rng_state()) if top else contextlib.nullcontext()
+    values = graph.values() if graph is not None else []
+    with generator as rng:
+        loss, aux, raw_grads, updates = _differentiate(func, fname, has_aux, nums, slots, graph, values,
+                                                       args, kwargs)
+    if graph is not None and updates:
+        # Buffers changed by the forward pass (BatchNorm stats, RNG) keep
+        # their new values; parameters only change through the optimizer.
+        graph.write(updates)
+    if rng is not None:
+        _random.set_rng_state(rng[0])
+    return _result(slots, raw_grads, args, nums, argnums, has_aux, loss, aux)
 
 
 _TAPE_FORM = (
@@ -188,6 +790,7 @@ def grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
         value, grads = vg(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
 
+    wrapper.cache_size = vg.cache_size
     return wrapper
 
 

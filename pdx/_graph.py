@@ -20,7 +20,8 @@ from flax import nnx
 
 from pdx import _nnx
 
-__all__ = ["Graph", "check_identical", "free_graph_refs", "is_graph_node", "run_with_values", "same_leaves"]
+__all__ = ["Graph", "check_identical", "free_graph_refs", "free_refs", "is_graph_node", "run_with_values",
+           "same_leaves"]
 
 
 def is_graph_node(x) -> bool:
@@ -130,20 +131,33 @@ def _is_library(func) -> bool:
 def free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
     """Where `fn` (and the global helper functions it calls) can reach graph
     objects by name: (globals dict, name) or (closure cell, None) pairs."""
+    return free_refs(fn, is_graph_node)
+
+
+def free_refs(fn, wanted: Callable[[object], bool], *, closure: bool = True
+              ) -> list[tuple[dict | types.CellType, str | None]]:
+    """Where `fn` (and the global helper functions it calls) can reach, by name,
+    values for which `wanted(value)` holds: (globals dict, name) or (closure
+    cell, None) pairs, each once.
+
+    With closure=False the cells of `fn` itself, and what they lead to, are
+    left out: for a caller that reads them from each new function object made
+    from the same code (a lambda written inside a loop).
+    """
     refs: list = []
     seen_code: set[int] = set()
 
-    def visit(func):
+    def visit(func, top=False):
         code = getattr(func, "__code__", None)
         if code is None or id(code) in seen_code:
             return
         seen_code.add(id(code))
-        for cell in getattr(func, "__closure__", None) or ():
+        for cell in (getattr(func, "__closure__", None) or ()) if closure or not top else ():
             try:
                 value = cell.cell_contents
             except ValueError:  # empty cell
                 continue
-            if is_graph_node(value):
+            if wanted(value):
                 refs.append((cell, None))
             elif isinstance(value, types.FunctionType):
                 visit(value)
@@ -153,13 +167,13 @@ def free_graph_refs(fn) -> list[tuple[dict | types.CellType, str | None]]:
             c = codes.pop()
             for name in c.co_names:
                 value = g.get(name)
-                if is_graph_node(value):
+                if wanted(value):
                     refs.append((g, name))
                 elif isinstance(value, types.FunctionType) and not _is_library(value):
                     visit(value)
             codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
-    visit(inspect.unwrap(fn))
+    visit(inspect.unwrap(fn), top=True)
     unique, keys = [], set()
     for ref in refs:
         key = (id(ref[0]), ref[1])
