@@ -76,8 +76,7 @@ class AmpPolicy:
         return self.level == "O2" or op in self.white_list
 
 
-_POLICY = _trace_context.register("pdx.amp.policy", None,
-                                  doc="the AmpPolicy ops cast their inputs by (None: no auto_cast)")
+_POLICY = _trace_context.AMP_POLICY
 
 
 def current_policy() -> AmpPolicy | None:

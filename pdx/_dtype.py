@@ -20,8 +20,7 @@ from pdx import _trace_context
 
 __all__ = ["convert_dtype", "get_default_dtype", "set_default_dtype", "default_int"]
 
-_DEFAULT_FLOAT = _trace_context.register("pdx.default_dtype", np.dtype(np.float32),
-                                         doc="the floating dtype of creation ops and new parameters")
+_DEFAULT_FLOAT = _trace_context.DEFAULT_DTYPE
 
 _ALIASES = {
     "float": "float32", "double": "float64", "half": "float16", "int": "int32",

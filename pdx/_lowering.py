@@ -33,11 +33,8 @@ __all__ = ["convolutions_kept", "materialized", "native", "native_kernels", "poi
 
 # Both are trace-context settings, so a compiled function keys on them: an export's
 # portable trace never reuses a program traced with custom calls.
-_POINTWISE_AS_MATMUL = _trace_context.register(
-    "pdx.lowering.pointwise_as_matmul", True, doc="1x1 convolutions (groups 1) trace as one matmul")
-_NATIVE_KERNELS = _trace_context.register(
-    "pdx.lowering.native_kernels", "single-device",
-    doc="where ops may call native kernels (custom calls): 'single-device', 'never' or 'always'")
+_POINTWISE_AS_MATMUL = _trace_context.POINTWISE_AS_MATMUL
+_NATIVE_KERNELS = _trace_context.NATIVE_KERNELS
 
 
 def pointwise_as_matmul() -> bool:

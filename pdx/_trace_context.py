@@ -2,9 +2,10 @@
 
 The AMP policy of `pdx.amp.auto_cast`, the mesh of `pdx.parallel.use_mesh`,
 the kernel override of `pdx.kernels.use_impl`, the lowering switches, the
-default dtype and the dy2static hints are each registered here once, by the
-module that owns them (`register`). Ops read a setting while they run, so
-under a compiled function they read it while it is traced.
+default dtype, the dy2static hints and grad mode are each registered here
+once (the constants at the end of this module; the modules that own them
+read and set them). Ops read a setting while they run, so under a compiled
+function they read it while it is traced.
 
 Each setting is held in JAX's own trace context (`jax.make_user_context`), so
 every cache of traced programs that JAX keeps keys on it: `jax.jit`'s (and so
@@ -19,7 +20,6 @@ thread; `set_global(value)` makes it the process-wide value, which a `with`
 block on any thread overrides, as for JAX's own options.
 
 Example:
-  >>> import pdx._lowering
   >>> switch = registered()["pdx.lowering.pointwise_as_matmul"]
   >>> switch.get()
   True
@@ -28,6 +28,10 @@ Example:
   False
   >>> ("pdx.lowering.pointwise_as_matmul", True) in current()
   True
+
+Every setting exists from `import pdx` on, before anything is compiled:
+adding one changes the key of every cached trace, so a function compiled
+before a `register` call traces once more on its next call.
 
 This module is the floor: it imports nothing from pdx.
 """
@@ -40,8 +44,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import numpy as np
 
-__all__ = ["Setting", "current", "register", "registered"]
+__all__ = ["AMP_POLICY", "DEFAULT_DTYPE", "DISTRIBUTED_MESH", "FULL_GRAPH", "GRAD_ENABLED", "KERNEL_IMPL",
+           "MAX_ITERATIONS", "NATIVE_KERNELS", "PARALLEL_MESH", "POINTWISE_AS_MATMUL", "SAVED_TENSORS_HOOKS",
+           "Setting", "current", "register", "registered"]
 
 
 # --- The JAX adapter: the only code here that knows how JAX keeps its trace context. -------------
@@ -88,7 +95,6 @@ class Setting:
         """The value in effect on this thread (a `set` block's, else the global one).
 
         Example:
-          >>> import pdx._lowering
           >>> registered()["pdx.lowering.native_kernels"].get()
           'single-device'
         """
@@ -100,7 +106,6 @@ class Setting:
         The previous value comes back on exit, exception or not.
 
         Example:
-          >>> import pdx._lowering
           >>> switch = registered()["pdx.lowering.native_kernels"]
           >>> with switch.set("never"):
           ...     switch.get()
@@ -112,7 +117,6 @@ class Setting:
         """Make `value` the process-wide value (a `set` block still overrides it on its thread).
 
         Example:
-          >>> import pdx._lowering
           >>> switch = registered()["pdx.lowering.native_kernels"]
           >>> switch.set_global("always"); switch.get()
           'always'
@@ -124,7 +128,6 @@ class Setting:
         """The process-wide value, ignoring any `set` block.
 
         Example:
-          >>> import pdx._lowering
           >>> registered()["pdx.lowering.native_kernels"].get_global()
           'single-device'
         """
@@ -170,7 +173,11 @@ def _hashable(name: str, value):
 
 
 def register(name: str, default: Any, *, doc: str) -> Setting:
-    """Register a setting that changes what a trace produces; call once, at import of its owner.
+    """Register a setting that changes what a trace produces; once per name, at import.
+
+    pdx's own settings are registered below, when `import pdx` loads this module.
+    A setting registered later works the same, but every function compiled before
+    it traces once more on its next call (the key of every cached trace grew).
 
     Args:
       name: a unique dotted name, "pdx.<package>.<what>".
@@ -185,8 +192,8 @@ def register(name: str, default: Any, *, doc: str) -> Setting:
       TypeError: the default is not hashable.
 
     Example:
-      >>> scale = register("pdx.example.scale", 1.0, doc="a factor the example op multiplies by")
-      >>> with scale.set(2.0):
+      >>> scale = register("mylib.scale", 1.0, doc="the factor mylib's op multiplies by")  # doctest: +SKIP
+      >>> with scale.set(2.0):  # doctest: +SKIP
       ...     scale.get()
       2.0
     """
@@ -201,7 +208,6 @@ def registered() -> Mapping[str, Setting]:
     """Every registered setting by name, read-only, in registration order.
 
     Example:
-      >>> import pdx.amp
       >>> "pdx.amp.policy" in registered()
       True
     """
@@ -214,8 +220,42 @@ def current() -> tuple:
     A cache of traced programs that JAX does not keep keys on it.
 
     Example:
-      >>> import pdx._lowering
       >>> dict(current())["pdx.lowering.pointwise_as_matmul"]
       True
     """
     return tuple((name, setting.get()) for name, setting in _REGISTRY.items())
+
+
+# --- pdx's settings. -------------------------------------------------------------------------------
+# Each is read and set by the module named in its doc; the values are hashable.
+
+DEFAULT_DTYPE = register("pdx.default_dtype", np.dtype(np.float32),
+                         doc="the floating dtype of creation ops and new parameters (pdx/_dtype.py)")
+AMP_POLICY = register("pdx.amp.policy", None,
+                      doc="the AmpPolicy ops cast their inputs by; None: no auto_cast (pdx/_amp_policy.py)")
+POINTWISE_AS_MATMUL = register("pdx.lowering.pointwise_as_matmul", True,
+                               doc="1x1 convolutions (groups 1) trace as one matmul (pdx/_lowering.py)")
+NATIVE_KERNELS = register("pdx.lowering.native_kernels", "single-device",
+                          doc="where ops may call native kernels (custom calls): 'single-device', 'never' "
+                              "or 'always' (pdx/_lowering.py)")
+KERNEL_IMPL = register("pdx.kernels.impl", None,
+                       doc="the implementation every kernel op runs; None: each call's own impl= "
+                           "(pdx/kernels/_dispatch.py)")
+PARALLEL_MESH = register("pdx.parallel.mesh", None,
+                         doc="the ActiveMesh of use_mesh: constrain, context attention and pipelines lay "
+                             "activations out on it (pdx/parallel/_shard.py)")
+DISTRIBUTED_MESH = register("pdx.distributed.mesh", None,
+                            doc="the ProcessMesh placement APIs default to: set_mesh, `with mesh:` "
+                                "(pdx/distributed/_mesh.py)")
+MAX_ITERATIONS = register("pdx.jit.max_iterations", None,
+                          doc="the bound that compiles loops with a traced trip count to a differentiable "
+                              "lax.scan (pdx/jit/_dy2static/_context.py)")
+FULL_GRAPH = register("pdx.jit.full_graph", False,
+                      doc="whether control flow that cannot be converted raises (True) or runs unconverted "
+                          "(pdx/jit/_dy2static/_context.py)")
+GRAD_ENABLED = register("pdx.autograd.grad_enabled", True,
+                        doc="what is_grad_enabled() reports; ported code branches on it "
+                            "(pdx/autograd/_grad_mode.py)")
+SAVED_TENSORS_HOOKS = register("pdx.autograd.saved_tensors_hooks", None,
+                               doc="the (pack, unpack) hooks PyLayer.save_for_backward applies "
+                                   "(pdx/autograd/_py_layer.py)")

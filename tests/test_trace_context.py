@@ -19,6 +19,8 @@ import contextvars
 import importlib
 import pathlib
 import pkgutil
+import subprocess
+import sys
 import threading
 import types
 from collections.abc import Callable
@@ -102,9 +104,14 @@ def test_jax_adapter():
 
 # --- The registry. ---------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+# Registered when this module is collected, before any test compiles anything: a setting
+# registered later makes every function compiled before it trace once more.
+PROBE = _trace_context.register("pdx.test.probe", "a", doc="a setting only these tests read")
+
+
+@pytest.fixture
 def probe():
-    return _trace_context.register("pdx.test.probe", "a", doc="a setting only these tests read")
+    return PROBE
 
 
 def test_setting_set_get_and_global(probe):
@@ -148,14 +155,18 @@ def test_values_must_be_hashable_and_names_unique(probe):
 
 
 def test_every_setting_has_a_doc_and_a_hashable_value():
-    import pdx.amp, pdx.autograd, pdx.distributed, pdx.jit, pdx.kernels, pdx.parallel  # noqa: F401,E401
-
+    # all of pdx's settings exist from `import pdx` on (so importing a subpackage later,
+    # e.g. while tracing, adds none and retraces nothing)
     expected = {"pdx.amp.policy", "pdx.parallel.mesh", "pdx.kernels.impl", "pdx.lowering.pointwise_as_matmul",
                 "pdx.lowering.native_kernels", "pdx.default_dtype", "pdx.jit.max_iterations",
                 "pdx.jit.full_graph", "pdx.distributed.mesh", "pdx.autograd.grad_enabled",
                 "pdx.autograd.saved_tensors_hooks"}
     settings = _trace_context.registered()
     assert expected <= set(settings)
+    fresh = subprocess.run([sys.executable, "-c", "import sys, pdx; from pdx._trace_context import registered; "
+                            "print(sorted(registered())); print('pdx.parallel' in sys.modules)"],
+                           capture_output=True, text=True, timeout=300, check=True).stdout.splitlines()
+    assert fresh[-2:] == [str(sorted(expected)), "False"]
     for name, setting in settings.items():
         assert setting.name == name and setting.doc
         hash(setting.get())

@@ -25,8 +25,7 @@ from pdx._autograd import no_grad as _pdx_no_grad
 
 __all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
-_ENABLED = _trace_context.register("pdx.autograd.grad_enabled", True,
-                                    doc="what is_grad_enabled() reports (ported code branches on it)")
+_ENABLED = _trace_context.GRAD_ENABLED
 
 
 def is_grad_enabled() -> bool:

@@ -22,8 +22,7 @@ __all__ = ["Function", "PyLayer", "PyLayerContext", "saved_tensors_hooks"]
 
 # (pack_hook, unpack_hook) of the innermost saved_tensors_hooks, or None: a PyLayer traced
 # under them saves what pack_hook gives.
-_HOOKS = _trace_context.register("pdx.autograd.saved_tensors_hooks", None,
-                                 doc="the (pack, unpack) hooks PyLayer.save_for_backward applies")
+_HOOKS = _trace_context.SAVED_TENSORS_HOOKS
 
 
 def _is_tensor(x) -> bool:

@@ -23,8 +23,7 @@ from pdx import _trace_context
 
 __all__ = ["ProcessMesh", "get_mesh", "set_mesh"]
 
-_GLOBAL_MESH = _trace_context.register(
-    "pdx.distributed.mesh", None, doc="the ProcessMesh that placement APIs default to (set_mesh, `with mesh:`)")
+_GLOBAL_MESH = _trace_context.DISTRIBUTED_MESH
 
 
 class ProcessMesh:

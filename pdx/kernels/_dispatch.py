@@ -52,8 +52,7 @@ REFERENCE: Implementation = "xla"
 AUTO_ORDER: Mapping[str, tuple[Implementation, ...]] = types.MappingProxyType({  # "auto" per platform
     "gpu": ("cudnn", "pallas", "xla"), "cpu": ("onednn", "xla"), "tpu": ("xla",)})
 
-_OVERRIDE = _trace_context.register("pdx.kernels.impl", None,
-                                    doc="the implementation every kernel op runs (None: each call's own impl=)")
+_OVERRIDE = _trace_context.KERNEL_IMPL
 _NOTED: set[tuple[str, str]] = set()
 _FIX = "use impl='auto' or impl='xla'"
 

@@ -33,9 +33,7 @@ class ActiveMesh(NamedTuple):
     config: HybridConfig
 
 
-_MESH = _trace_context.register(
-    "pdx.parallel.mesh", None,
-    doc="the ActiveMesh of use_mesh: constrain, context attention and pipelines lay activations out on it")
+_MESH = _trace_context.PARALLEL_MESH
 
 
 def active_mesh() -> ActiveMesh | None:

@@ -14,12 +14,8 @@ from pdx import _trace_context
 __all__ = ["Dy2StaticError", "compiled_loop_locations", "full_graph", "max_iterations", "traced_while_locations",
            "tracing_graph", "use_full_graph"]
 
-_MAX_ITERATIONS = _trace_context.register(
-    "pdx.jit.max_iterations", None,
-    doc="the trip-count bound that turns loops with a traced trip count into a differentiable lax.scan")
-_FULL_GRAPH = _trace_context.register(
-    "pdx.jit.full_graph", False,
-    doc="whether control flow that cannot be converted raises (True) or runs unconverted (False)")
+_MAX_ITERATIONS = _trace_context.MAX_ITERATIONS
+_FULL_GRAPH = _trace_context.FULL_GRAPH
 
 # The graph of the StaticFunction tracing now (set by it for the length of its own trace).
 _local = threading.local()
