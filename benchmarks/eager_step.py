@@ -419,7 +419,7 @@ def run(bench: str, framework: str, step: Callable[[int], float], *, warmup: int
 
 
 def report(results: list[Result]) -> str:
-    rows = [f"{'benchmark':<20} {'framework':<8} {'ms/step':>9} {'first s':>8} {'pdx/paddle':>10} "
+    rows = [f"{'benchmark':<20} {'framework':<8} {'ms/step':>9} {'first s':>8} {'pdx/paddle':>14} "
             f"{'loss step 1':>12} {'loss step N':>12}"]
     by = {(r.bench, r.framework): r for r in results}
     for r in results:
@@ -428,7 +428,7 @@ def report(results: list[Result]) -> str:
         if r.framework != "paddle" and paddle is not None:
             ratio = f"{r.median_ms / paddle.median_ms:.2f}x"
             ratio += " ok" if r.median_ms / paddle.median_ms <= TARGET else " >1.5"
-        rows.append(f"{r.bench:<20} {r.framework:<8} {r.median_ms:>9.2f} {r.first_s:>8.2f} {ratio:>10} "
+        rows.append(f"{r.bench:<20} {r.framework:<8} {r.median_ms:>9.2f} {r.first_s:>8.2f} {ratio:>14} "
                     f"{r.first_loss:>12.6f} {r.last_loss:>12.6f}")
     return "\n".join(rows)
 

@@ -9,10 +9,10 @@ updates (BatchNorm statistics, dropout RNG) keep their new values, as in an
 eager Paddle forward pass.
 
 Called eagerly (outside `pdx.jit`), the gradient of a function is traced once
-per signature and runs as one compiled XLA call, as `pdx.jit` runs a step; a
-function whose Python needs the values (`.item()`, `float(x)`, `if x > 0`),
-prints or changes a Layer's attributes runs op by op instead. See
-`value_and_grad` for the rule.
+per signature and runs as one compiled XLA call, threading Layers as `pdx.jit`
+does; a function whose Python needs the values (`.item()`, `if x > 0`),
+prints, or changes state the program cannot carry (a list it appends to, a
+counter on a Layer) runs op by op instead. `value_and_grad` states the rule.
 
 Example:
     >>> import pdx, jax.numpy as jnp
@@ -198,23 +198,16 @@ class _StdoutProbe:
 
 
 @contextlib.contextmanager
-def _side_effects_detected():
-    """Within the block (one trace), printing anything or formatting a tracer on
-    this thread raises `_NeedsEager`: such a function runs op by op, where it
-    prints values on every call as the Paddle code it was ported from does."""
-    thread = threading.get_ident()
-    stdout, tracer_repr = sys.stdout, jax.core.Tracer.__repr__
-
-    def probe_repr(self):
-        if threading.get_ident() == thread:
-            raise _NeedsEager("the function formats a traced value (print, f-string, logging)")
-        return tracer_repr(self)
-
-    sys.stdout, jax.core.Tracer.__repr__ = _StdoutProbe(stdout, thread), probe_repr
+def _prints_detected():
+    """Within the block (one trace), a write to stdout from this thread raises
+    `_NeedsEager`: a function that prints runs op by op, where it prints on every
+    call, values included, as the Paddle code it was ported from does."""
+    stdout = sys.stdout
+    sys.stdout = _StdoutProbe(stdout, threading.get_ident())
     try:
         yield
     finally:
-        sys.stdout, jax.core.Tracer.__repr__ = stdout, tracer_repr
+        sys.stdout = stdout
 
 
 @contextlib.contextmanager
@@ -239,7 +232,7 @@ _KINDS: dict[type, str] = {}
 # (shapes that never repeat, a counter read by the function).
 _MAX_VALUE_TRACES = 4
 _MAX_TRACES = 64
-_MAX_FUNCTIONS = 256  # compiled functions kept, oldest dropped first
+_MAX_FUNCTIONS = 64  # functions kept (with their Layers and programs), least recently used dropped first
 
 
 def _classify(cls: type) -> str:
@@ -336,7 +329,7 @@ def _function_key(func) -> tuple | None:
 
 def _is_free_value(value) -> bool:
     """What a function's free variables are followed for (None is also what a missing global reads as)."""
-    return value is not None and (is_graph_node(value) or isinstance(value, (*_ARRAYS, list, tuple, dict))
+    return value is not None and (is_graph_node(value) or isinstance(value, (*_ARRAYS, list, tuple, dict, *_STATEFUL))
                                   or type(value) in _PY_SCALARS)
 
 
@@ -420,6 +413,8 @@ class _CompiledGrad:
             if sig.add(v, k):
                 sig.dynamic.append(v)
         sig.n_args = len(sig.static)
+        if isinstance(func, types.MethodType):  # a Layer's method: its Layer is threaded; another object's: keyed
+            sig.eager |= sig.add(func.__self__, ("self",), free=True)  # (an array's method: op by op)
         cells = getattr(func, "__closure__", None) or ()
         for i, cell in enumerate(cells):
             try:
@@ -430,8 +425,8 @@ class _CompiledGrad:
                 sig.hoisted.append(value)
         for holder, name in self.free:
             value = holder.get(name) if name is not None else holder.cell_contents
-            if value is None or _kind(value, free=True) is _EAGER:
-                continue  # a name that now holds something else: not a value the trace reads
+            if value is None:
+                continue
             if sig.add(value, ("free", id(holder), name), free=True):
                 sig.hoisted.append(value)
         return sig
@@ -502,7 +497,7 @@ class _CompiledGrad:
         kinds = tuple((where, kind) for where, kind, *_ in arg_static + free_static)
         self.value_traces[(layout[0], nums, shapes, kinds, _trace_context.current())] += 1
         with _hoisted(func, self._hoisted_slots(func, free_static), hoisted), _global_generator(key) as rng, \
-                _side_effects_detected(), _unchanged(self.containers):
+                _prints_detected(), _unchanged(self.containers):
             loss, aux, raw_grads, updates = _differentiate(func, self.fname, self.has_aux, nums, self.slots,
                                                            graph, values, args, kwargs)
         return loss, aux, raw_grads, updates, (None if rng[0] is key else rng[0])
@@ -548,9 +543,11 @@ def _attribute_arrays(graph: Graph) -> set[int]:
 @contextlib.contextmanager
 def _unchanged(containers: list):
     """Raise `_NeedsEager` if the block changes one of the lists/dicts (a loss appended
-    to a history list, a counter in a dict): Python that must run on every call. Their
-    items are put back as they were, so the op-by-op run that follows starts from them."""
+    to a history list, a counter in a dict) or draws from numpy's or Python's global
+    random generator: Python that must run on every call. All of them are put back
+    as they were, so the op-by-op run that follows starts from the same state."""
     saved = [(c, list(c) if isinstance(c, list) else dict(c)) for c in containers]
+    np_state, py_state = np.random.get_state(), random.getstate()
 
     def changed():
         out = []
@@ -558,17 +555,25 @@ def _unchanged(containers: list):
             items, old = (c, before) if isinstance(c, list) else (list(c.items()), list(before.items()))
             if len(items) != len(old) or any(a is not b for a, b in zip(_flat(items), _flat(old))):
                 out.append((c, before))
-        return out
+        now = np.random.get_state()
+        drew = now[2] != np_state[2] or not np.array_equal(now[1], np_state[1]) or random.getstate() != py_state
+        return out, drew
+
+    def restore(undo, drew):
+        _restore(undo)
+        if drew:
+            np.random.set_state(np_state)
+            random.setstate(py_state)
 
     try:
         yield
     except BaseException:
-        _restore(changed())
+        restore(*changed())
         raise
-    undo = changed()
-    if undo:
-        _restore(undo)
-        raise _NeedsEager("the function changes a list or dict it reads from outside")
+    undo, drew = changed()
+    if undo or drew:
+        restore(undo, drew)
+        raise _NeedsEager("the function changes a list or dict it reads from outside, or draws random numbers")
 
 
 def _flat(items):
@@ -623,6 +628,8 @@ def _compiled_for(func, argnums, has_aux: bool, fname: str) -> _CompiledGrad | N
         if len(_COMPILED) >= _MAX_FUNCTIONS:
             _COMPILED.popitem(last=False)
         entry = _COMPILED[key] = _CompiledGrad(func, argnums, has_aux, fname)
+    else:
+        _COMPILED.move_to_end(key)
     return entry
 
 
@@ -659,36 +666,41 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
     later calls with the same signature run without running `func`'s Python.
     The signature is what a trace depends on: the shapes and dtypes of array
     arguments, Python values among the arguments and among the globals and
-    closure variables the function names, the structure of the Layers it uses
-    (`train()` / `eval()`, added sublayers), the `pdx.amp.auto_cast` policy
-    in effect and pdx's lowering switches. Arrays the function names in a
-    closure or global are inputs of the program, so a `lambda m: loss(m(x), y)`
-    written inside the loop sees each step's `x`. Layers that are arguments or
-    named by the function are threaded as in `pdx.jit`: buffers they change
-    (BatchNorm statistics, dropout keys) keep their new values, and random ops
-    on the global generator (`pdx.seed`) advance it.
+    closure variables the function names (a config object's Python-valued
+    attributes too), the structure of the Layers it uses (`train()` /
+    `eval()`, added sublayers) and the trace context (`pdx.amp.auto_cast`,
+    lowering switches). Arrays the function names in a closure or global are
+    inputs of the program, so a `lambda m: loss(m(x), y)` written inside the
+    loop sees each step's `x`. Layers that are arguments, the `self` of a
+    method or named by the function are threaded as in `pdx.jit`: buffers they
+    change (BatchNorm statistics, dropout keys) keep their new values, and
+    random ops on the global generator (`pdx.seed`) advance it as they do op
+    by op.
 
-    A function runs op by op (eagerly, as before it was compiled) instead, for
-    that signature from then on, when its trace
-      - needs a value in Python: `x.item()`, `int(x)`, `bool(x)`, `if x > 0:`,
-        `x.numpy()` (JAX's concretization errors);
-      - prints anything, or formats a tensor (`print(loss)`, an f-string):
-        eagerly it prints every call, with values;
-      - changes a Layer's attributes (a Python counter on `self`), or writes a
-        Layer the function reaches only through a list/dict or another object;
+    A function runs op by op instead (as it ran before compilation), for that
+    signature from then on, when its trace
+      - needs a value in Python: `x.item()`, `int(x)`, `if x > 0:` (JAX's
+        concretization errors);
+      - prints (eagerly it prints on every call, values included);
+      - changes a list or dict it reads from a global or closure, draws from
+        numpy's or Python's global random generator, or changes a Layer's
+        Python attributes (a counter on `self`);
+      - writes a Layer it reaches only through a list, a dict or another object;
       - bakes in an array it reached through a container or an object's
-        attribute (the program could not see it change);
-    and for every signature when the function needs many traces (more than 4
-    Python values at the same shapes, or 64 in all). The first call of such a
-    function may run part of its Python twice (the aborted trace, then the
-    eager run). Other Python side effects (appending to a list, numpy random
-    draws, reading the clock) happen only when a trace runs: keep them out of
-    the differentiated function, or turn compilation off with
-    `pdx.jit.enable_to_static(False)`, which makes every `value_and_grad`
-    call run op by op (for pdb, and for code that relies on side effects).
-    Functions that are not plain functions or methods (functools.partial,
-    callable objects) run op by op. Under a trace (`pdx.jit`, `jax.jit`,
-    `jax.vmap`) the gradient is part of that trace.
+        attribute (a later call could not see it change);
+    and for every signature once the function needed many traces (more than
+    4 Python values at the same shapes, or 64 in all). A numpy Generator among
+    the arguments or free variables, and callables that are not plain
+    functions or methods (functools.partial, callable objects), run op by op
+    from the start. The first call of a function that falls back runs part of
+    its Python twice (the aborted trace, then the op-by-op run); the lists,
+    dicts and random states above are put back in between. Other Python
+    effects (reading the clock or a file, changing an object's attribute)
+    happen only when a trace runs: keep them out of the differentiated
+    function, or call `pdx.jit.enable_to_static(False)`, after which every
+    `value_and_grad` call runs op by op (for pdb, too). Under a trace
+    (`pdx.jit`, `jax.jit`, `jax.vmap`) the gradient is part of that trace.
+    `cache_size()` of the returned function counts the traces.
 
     Args:
       func: returns a scalar loss (or `(loss, aux)` with has_aux=True).
@@ -707,8 +719,8 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
       ...     return (model(x) ** 2).mean()
       >>> for _ in range(3):  # traced and compiled once
       ...     loss, grads = pdx.value_and_grad(loss_fn)(net, jnp.ones((4, 2)))
-      >>> grads["weight"].shape
-      (2, 1)
+      >>> grads["weight"].shape, pdx.value_and_grad(loss_fn).cache_size()
+      ((2, 1), 1)
     """
     _check_function(func, "value_and_grad")
     fname = f"pdx.value_and_grad({getattr(func, '__name__', func)})"
@@ -716,8 +728,8 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
     def wrapper(*args, **kwargs):
         if _random.in_trace():
             return _eager(func, argnums, has_aux, fname, args, kwargs, None, top=False)
-        entry = _compiled_for(func, argnums, has_aux, fname) if _compiling() else None
-        if entry is not None:
+        entry = _compiled_for(func, argnums, has_aux, fname)
+        if entry is not None and _compiling():
             out = entry(func, args, kwargs)
             if out is not None:
                 return out

@@ -357,3 +357,39 @@ def test_a_list_changed_by_the_function_runs_op_by_op():
         pdx.value_and_grad(counting_loss)(net, batch(0)[0])
     assert CALLS == [1, 1, 1], "the aborted trace's append was undone; each op-by-op call appended once"
     assert pdx.value_and_grad(counting_loss).cache_size() == 1
+
+
+def test_a_layer_method_threads_its_layer():
+    class WithLoss(Net):
+        def loss(self, x, y):
+            return F.cross_entropy(self(x), y)
+
+    pdx.seed(3)
+    compiled, eager = WithLoss(), WithLoss()
+    eager.set_state_dict(compiled.state_dict())
+    eager.drop.rng.set_value(compiled.drop.rng.get_value())
+    x, y = batch(0)
+    loss_c, g_c = pdx.value_and_grad(compiled.loss, argnums=0)(x, y)
+    with op_by_op():
+        loss_e, g_e = pdx.value_and_grad(eager.loss, argnums=0)(x, y)
+    assert_trees_close((loss_c, g_c), (loss_e, g_e))
+    assert_trees_close(buffers(compiled), buffers(eager))
+    pdx.value_and_grad(compiled.loss, argnums=0)(x, y)
+    assert pdx.value_and_grad(compiled.loss, argnums=0).cache_size() == 1
+
+
+def test_numpy_random_draws_inside_run_op_by_op():
+    net, _ = twins()
+    net.eval()
+
+    def jittered(model, x):
+        return (model(x + np.random.normal(size=x.shape).astype("float32")) ** 2).mean()
+
+    x = batch(0)[0]
+    np.random.seed(5)
+    got = [float(pdx.value_and_grad(jittered)(net, x)[0]) for _ in range(3)]
+    np.random.seed(5)
+    with op_by_op():
+        want = [float(pdx.value_and_grad(jittered)(net, x)[0]) for _ in range(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert len(set(got)) == 3, "a fresh draw on every call"
