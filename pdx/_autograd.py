@@ -232,6 +232,7 @@ _KINDS: dict[type, str] = {}
 # (shapes that never repeat, a counter read by the function).
 _MAX_VALUE_TRACES = 4
 _MAX_TRACES = 64
+_MAX_GRAPHS = 8  # sets of Layers kept per function
 _MAX_FUNCTIONS = 64  # functions kept (with their Layers and programs), least recently used dropped first
 
 
@@ -281,14 +282,31 @@ def _kind(value, free: bool = False) -> str:
     closure or global (a list/dict there is read as it is and watched for changes)."""
     kind = _KINDS.get(type(value)) or _classify(type(value))
     if kind is _DYNAMIC and isinstance(value, (list, tuple, dict)):
+        return _tree_kind(jax.tree.leaves(value, is_leaf=is_graph_node), free, not isinstance(value, tuple))
+    if kind is _OBJECT:
         leaves = jax.tree.leaves(value, is_leaf=is_graph_node)
-        if not all(isinstance(x, _ARRAYS) or type(x) in _PY_SCALARS for x in leaves):
-            return _EAGER  # a Layer or another object inside: only the eager path reads it as it is
-        if all(type(x) in _PY_SCALARS for x in leaves) and leaves:
-            return _FREE_CONTAINER if free and not isinstance(value, tuple) else _STATIC_TREE
-        if free and (not isinstance(value, tuple) or not all(isinstance(x, _ARRAYS) for x in leaves)):
-            return _FREE_CONTAINER
+        if len(leaves) != 1 or leaves[0] is not value:  # a registered pytree (a flax struct, a chex dataclass)
+            return _tree_kind(leaves, free, False)
+        if any(isinstance(v, _ARRAYS) for v in _attribute_values(value)):
+            return _EAGER  # arrays the trace would bake in, with no way to see them change
     return kind
+
+
+def _tree_kind(leaves: list, free: bool, mutable: bool) -> str:
+    if not all(isinstance(x, _ARRAYS) or type(x) in _PY_SCALARS for x in leaves):
+        return _EAGER  # a Layer or another object inside: only the eager path reads it as it is
+    if leaves and all(type(x) in _PY_SCALARS for x in leaves):
+        return _FREE_CONTAINER if free and mutable else _STATIC_TREE
+    if free and (mutable or not all(isinstance(x, _ARRAYS) for x in leaves)):
+        return _FREE_CONTAINER
+    return _DYNAMIC
+
+
+def _attribute_values(obj):
+    try:
+        return vars(obj).values()
+    except TypeError:  # __slots__
+        return [getattr(obj, n, None) for c in type(obj).__mro__ for n in getattr(c, "__slots__", ())]
 
 
 _STATIC_TREE = "static tree"  # a list/tuple/dict of Python scalars: static by value
@@ -363,7 +381,7 @@ class _Signature:
         elif kind is _STATIC_TREE or kind is _FREE_CONTAINER:
             leaves, treedef = jax.tree.flatten(value)
             self.static.append((where, _STATIC_TREE, treedef, tuple(map(_leaf_key, leaves))))
-            if kind is _FREE_CONTAINER:
+            if kind is _FREE_CONTAINER and isinstance(value, (list, dict)):
                 self.containers.append(value)
         elif kind is _STATIC:
             self.static.append((where, _STATIC, _Identity(value), None))
@@ -390,6 +408,7 @@ class _CompiledGrad:
         self.argnums, self.has_aux, self.fname = argnums, has_aux, fname
         self.free = free_refs(func, _is_free_value, closure=False)  # globals and helpers' cells
         self.graph_ids: dict = {}
+        self.graphs: dict = {}  # ids of the objects -> (Graph, parameter slots, argnums)
         self.graph: Graph | None = None
         self.slots: tuple | None = None
         self.programs: dict = {}
@@ -432,13 +451,17 @@ class _CompiledGrad:
         return sig
 
     def current_graph(self, objs: list, args, nums) -> Graph:
-        graph = self.graph
-        if graph is None or graph.objs != objs or not graph.is_current():
-            graph = self.graph = Graph(objs, self.graph_ids)
-            self.slots = None
-        if self.slots is None or self.nums != nums:
-            self.slots, self.nums = _diff_slots(graph, args, nums), nums
-        return graph
+        """The Graph of `objs` (kept per set of objects: one function may train several
+        models), with the argnums' parameter slots; also made current for `_traced`."""
+        key = tuple(map(id, objs))  # (a kept Graph holds its objects: their ids stay theirs)
+        kept = self.graphs.get(key)
+        if kept is None or kept[2] != nums or not kept[0].is_current():
+            graph = kept[0] if kept is not None and kept[0].is_current() else Graph(objs, self.graph_ids)
+            kept = self.graphs[key] = (graph, _diff_slots(graph, args, nums), nums)
+            if len(self.graphs) > _MAX_GRAPHS:
+                del self.graphs[next(iter(self.graphs))]
+        self.graph, self.slots, self.nums = kept
+        return kept[0]
 
     # -- a call -----------------------------------------------------------------------
     def __call__(self, func, args, kwargs):
@@ -689,10 +712,11 @@ def value_and_grad(func: Callable, argnums: int | Sequence[int] = 0, has_aux: bo
       - bakes in an array it reached through a container or an object's
         attribute (a later call could not see it change);
     and for every signature once the function needed many traces (more than
-    4 Python values at the same shapes, or 64 in all). A numpy Generator among
-    the arguments or free variables, and callables that are not plain
-    functions or methods (functools.partial, callable objects), run op by op
-    from the start. The first call of a function that falls back runs part of
+    4 Python values at the same shapes, or 64 in all). A function whose
+    arguments or free variables include a numpy Generator or a plain object
+    holding arrays (not a registered pytree), and a callable that is not a
+    plain function or method (functools.partial, a callable object), run op
+    by op from the start. The first call of a function that falls back runs part of
     its Python twice (the aborted trace, then the op-by-op run); the lists,
     dicts and random states above are put back in between. Other Python
     effects (reading the clock or a file, changing an object's attribute)

@@ -393,3 +393,47 @@ def test_numpy_random_draws_inside_run_op_by_op():
         want = [float(pdx.value_and_grad(jittered)(net, x)[0]) for _ in range(3)]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     assert len(set(got)) == 3, "a fresh draw on every call"
+
+
+def test_two_models_of_one_structure_share_the_program():
+    a, b = twins()
+    a.eval(), b.eval()
+    b.fc1.weight.set_value(b.fc1.weight.get_value() * 2)
+
+    def mse(model, x):
+        return (model(x) ** 2).mean()
+
+    x = batch(0)[0]
+    got = [float(pdx.value_and_grad(mse)(m, x)[0]) for m in (a, b, a, b)]
+    with op_by_op():
+        want = [float(pdx.value_and_grad(mse)(m, x)[0]) for m in (a, b)]
+    np.testing.assert_allclose(got, want * 2, rtol=1e-6)
+    assert pdx.value_and_grad(mse).cache_size() == 1
+
+
+class Holder:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_pytree_and_object_arguments():
+    net, _ = twins()
+    net.eval()
+    x, y = batch(0)
+
+    def from_batch(model, batch):
+        return F.cross_entropy(model(batch["x"]), batch["y"])
+
+    def from_holder(model, holder):
+        return (model(holder.x) ** 2).mean()
+
+    for i in range(2):
+        x, y = batch(i)
+        loss, _ = pdx.value_and_grad(from_batch)(net, {"x": x, "y": y})
+        with op_by_op():
+            want, _ = pdx.value_and_grad(from_batch)(net, {"x": x, "y": y})
+        np.testing.assert_allclose(loss, want, rtol=1e-6)
+        loss, _ = pdx.value_and_grad(from_holder)(net, Holder(x))
+        np.testing.assert_allclose(loss, (net(x) ** 2).mean(), rtol=1e-5)
+    assert pdx.value_and_grad(from_batch).cache_size() == 1
+    assert pdx.value_and_grad(from_holder).cache_size() == 0, "arrays inside a plain object: op by op"
