@@ -34,6 +34,7 @@ import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -351,6 +352,21 @@ def _is_free_value(value) -> bool:
                                   or type(value) in _PY_SCALARS)
 
 
+class _Entry(NamedTuple):
+    """How one argument or free variable enters a layout (hashable: layouts are dict keys)."""
+
+    where: int | str | tuple  # a position, a keyword, ("cell", i), ("free", id(holder), name), ("self",)
+    kind: str  # _NODE, _SCALAR, _STATIC_TREE, _STATIC or _DYNAMIC
+    key: object = None  # the object's index in Graph.objs, the scalar's type, a treedef, an _Identity
+    value: object = None  # the scalar, the tree's (type, leaf) pairs, an object's Python attributes
+
+
+class _KeptGraph(NamedTuple):
+    graph: Graph
+    slots: tuple  # per argnum, see _diff_slots
+    nums: tuple[int, ...]
+
+
 class _Signature:
     """One call sorted out: the objects to thread, the static key, the dynamic inputs."""
 
@@ -375,20 +391,20 @@ class _Signature:
             else:
                 i = len(self.objs)
                 self.objs.append(value)
-            self.static.append((where, _NODE, i, None))
+            self.static.append(_Entry(where, _NODE, i))
         elif kind is _SCALAR:
-            self.static.append((where, _SCALAR, type(value), value))  # the type too: 1 == True
+            self.static.append(_Entry(where, _SCALAR, type(value), value))  # the type too: 1 == True
         elif kind is _STATIC_TREE or kind is _FREE_CONTAINER:
             leaves, treedef = jax.tree.flatten(value)
-            self.static.append((where, _STATIC_TREE, treedef, tuple(map(_leaf_key, leaves))))
+            self.static.append(_Entry(where, _STATIC_TREE, treedef, tuple(map(_leaf_key, leaves))))
             if kind is _FREE_CONTAINER and isinstance(value, (list, dict)):
                 self.containers.append(value)
         elif kind is _STATIC:
-            self.static.append((where, _STATIC, _Identity(value), None))
+            self.static.append(_Entry(where, _STATIC, _Identity(value)))
         elif kind is _OBJECT:
-            self.static.append((where, _STATIC, *_object_key(value)))
+            self.static.append(_Entry(where, _STATIC, *_object_key(value)))
         elif kind is _DYNAMIC:
-            self.static.append((where, _DYNAMIC, None, None))
+            self.static.append(_Entry(where, _DYNAMIC))
             return True
         else:
             self.eager = True
@@ -443,7 +459,10 @@ class _CompiledGrad:
             if sig.add(value, ("cell", i), free=True):
                 sig.hoisted.append(value)
         for holder, name in self.free:
-            value = holder.get(name) if name is not None else holder.cell_contents
+            try:
+                value = holder.get(name) if name is not None else holder.cell_contents
+            except ValueError:  # a helper's cell emptied
+                continue
             if value is None:
                 continue
             if sig.add(value, ("free", id(holder), name), free=True):
@@ -455,13 +474,13 @@ class _CompiledGrad:
         models), with the argnums' parameter slots; also made current for `_traced`."""
         key = tuple(map(id, objs))  # (a kept Graph holds its objects: their ids stay theirs)
         kept = self.graphs.get(key)
-        if kept is None or kept[2] != nums or not kept[0].is_current():
-            graph = kept[0] if kept is not None and kept[0].is_current() else Graph(objs, self.graph_ids)
-            kept = self.graphs[key] = (graph, _diff_slots(graph, args, nums), nums)
+        if kept is None or kept.nums != nums or not kept.graph.is_current():
+            graph = kept.graph if kept is not None and kept.graph.is_current() else Graph(objs, self.graph_ids)
+            kept = self.graphs[key] = _KeptGraph(graph, _diff_slots(graph, args, nums), nums)
             if len(self.graphs) > _MAX_GRAPHS:
                 del self.graphs[next(iter(self.graphs))]
         self.graph, self.slots, self.nums = kept
-        return kept[0]
+        return kept.graph
 
     # -- a call -----------------------------------------------------------------------
     def __call__(self, func, args, kwargs):
@@ -509,15 +528,17 @@ class _CompiledGrad:
         _, nums, arg_static, free_static = layout
         graph, func = self.graph, self.func
         args, kwargs, dyn = [], {}, iter(dynamic)
-        for where, kind, a, b in arg_static:
-            value = (next(dyn) if kind is _DYNAMIC else graph.objs[a] if kind is _NODE else b if kind is _SCALAR
-                     else a.obj if kind is _STATIC else jax.tree.unflatten(a, [x for _, x in b]))
-            if isinstance(where, int):
+        for e in arg_static:
+            kind = e.kind
+            value = (next(dyn) if kind is _DYNAMIC else graph.objs[e.key] if kind is _NODE
+                     else e.value if kind is _SCALAR else e.key.obj if kind is _STATIC
+                     else jax.tree.unflatten(e.key, [x for _, x in e.value]))
+            if isinstance(e.where, int):
                 args.append(value)
             else:
-                kwargs[where] = value
+                kwargs[e.where] = value
         shapes = tuple((x.shape, x.dtype) for x in jax.tree.leaves((dynamic, hoisted)))
-        kinds = tuple((where, kind) for where, kind, *_ in arg_static + free_static)
+        kinds = tuple((e.where, e.kind) for e in arg_static + free_static)
         self.value_traces[(layout[0], nums, shapes, kinds, _trace_context.current())] += 1
         with _hoisted(func, self._hoisted_slots(func, free_static), hoisted), _global_generator(key) as rng, \
                 _prints_detected(), _unchanged(self.containers):
@@ -530,7 +551,7 @@ class _CompiledGrad:
         cells = getattr(func, "__closure__", None) or ()
         holders = {("free", id(h), n): (h, n) for h, n in self.free}
         return [(cells[where[1]], None) if where[0] == "cell" else holders[where]
-                for where, kind, _, _ in free_static if kind is _DYNAMIC]
+                for where, kind, *_ in free_static if kind is _DYNAMIC]
 
     def _check_trace(self, jitted, graph: Graph, layout, inputs) -> None:
         """After a call that traced: remember what makes later calls run op by op."""
