@@ -75,6 +75,19 @@ class AmpPolicy:
             return False
         return self.level == "O2" or op in self.white_list
 
+    def __hash__(self) -> int:
+        # Hashed on every compiled call under auto_cast (it is part of the jit key): computed once.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.level, self.dtype, self.white_list, self.black_list))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+
+# One object per distinct policy: a jit key compares the policy of each call with the cached
+# one, and the identical object compares without looking at its lists.
+_INTERNED: dict[AmpPolicy, AmpPolicy] = {}
+
 
 _POLICY = _trace_context.AMP_POLICY
 
@@ -148,6 +161,8 @@ def use_policy(policy: AmpPolicy | None):
     """
     if policy is not None and not isinstance(policy, AmpPolicy):
         raise TypeError(f"use_policy(policy) needs a pdx.amp.AmpPolicy or None; got {type(policy).__name__}")
+    if policy is not None:
+        policy = _INTERNED.setdefault(policy, policy)
     with _POLICY.set(policy):
         yield policy
 

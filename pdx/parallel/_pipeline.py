@@ -43,9 +43,11 @@ def bubble_fraction(num_stages: int, num_microbatches: int, virtual_stages: int 
 
 
 def _active():
+    """(mesh, config) of the innermost `use_mesh`, or (None, None)."""
     from pdx.parallel._shard import active_mesh
 
-    return active_mesh() or (None, None)
+    active = active_mesh()
+    return (None, None) if active is None else (active.mesh, active.config)
 
 
 def run_layers(layers, x, *args, scan: bool = False, policy=None):

@@ -26,11 +26,35 @@ from pdx.nn import axes
 from pdx.parallel._config import HybridConfig
 
 
-class ActiveMesh(NamedTuple):
-    """The mesh and config of the innermost `use_mesh` (hashable: compiled functions key on it)."""
+class ActiveMesh:
+    """The mesh and config of the innermost `use_mesh`; unpacks as `mesh, config = active`.
 
-    mesh: Mesh
-    config: HybridConfig
+    Part of the jit key of every compiled call inside `use_mesh`, so hashed once.
+    """
+
+    __slots__ = ("mesh", "config", "_hash")
+
+    def __init__(self, mesh: Mesh, config: HybridConfig):
+        self.mesh, self.config = mesh, config
+        self._hash = hash((mesh, config))
+
+    def __iter__(self):
+        return iter((self.mesh, self.config))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, ActiveMesh) and self._hash == other._hash
+                                 and self.mesh == other.mesh and self.config == other.config)
+
+    def __repr__(self) -> str:
+        return f"ActiveMesh(mesh={self.mesh!r}, config={self.config!r})"
+
+
+# One object per distinct (mesh, config): a jit key compares each call's with the cached one,
+# and the identical object compares without looking inside.
+_INTERNED: dict[ActiveMesh, ActiveMesh] = {}
 
 
 _MESH = _trace_context.PARALLEL_MESH
@@ -206,7 +230,8 @@ def shard(target, config: HybridConfig, *, mesh: Mesh | None = None):
 class _MeshScope:
     def __init__(self, mesh, config):
         self._mesh = mesh
-        self._scope = _MESH.set(ActiveMesh(mesh, config))
+        active = ActiveMesh(mesh, config)
+        self._scope = _MESH.set(_INTERNED.setdefault(active, active))
 
     def __enter__(self):
         self._scope.__enter__()
