@@ -111,6 +111,7 @@ def test_nn_functional_names_at_top_level():
 
 
 def test_amp_capability_queries_match_paddle_on_cpu(paddle):
-    assert pdx.amp.is_bfloat16_supported("cpu") is paddle.amp.is_bfloat16_supported("cpu") is True
+    # Paddle answers from the CPU's instruction set (AVX-512 core): True or False by machine.
+    assert pdx.amp.is_bfloat16_supported("cpu") is paddle.amp.is_bfloat16_supported("cpu")
     assert pdx.amp.is_float16_supported("cpu") is paddle.amp.is_float16_supported("cpu") is False
     assert pdx.amp.is_autocast_enabled is pdx.is_autocast_enabled

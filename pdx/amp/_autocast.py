@@ -109,16 +109,23 @@ def _platform(device) -> str:
 
 
 def is_bfloat16_supported(device=None) -> bool:
-    """Whether bfloat16 mixed precision runs on `device` (default: JAX's default backend).
+    """Whether bfloat16 mixed precision is worth running on `device` (default: JAX's default backend).
 
-    XLA computes bfloat16 on CPUs, GPUs and TPUs alike, so this is True wherever JAX runs.
+    True on GPUs and TPUs. On a CPU, as Paddle answers: True when it has AVX-512 (core) or
+    newer vector units; on AVX2-only CPUs XLA still computes bfloat16, but emulated and slower
+    than float32, so the answer is False there.
 
     Example:
       >>> import pdx
-      >>> pdx.amp.is_bfloat16_supported()
+      >>> pdx.amp.is_bfloat16_supported("gpu")
       True
     """
-    return _platform(device) in ("cpu", "gpu", "tpu")
+    platform = _platform(device)
+    if platform == "cpu":
+        from pdx import _cpu
+
+        return _cpu.bf16_native()
+    return platform in ("gpu", "tpu")
 
 
 def is_float16_supported(device=None) -> bool:

@@ -55,6 +55,7 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
+from pdx import _cpu
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
 
@@ -208,12 +209,7 @@ def bf16_capable() -> bool:
     >>> isinstance(bf16_capable(), bool)
     True
     """
-    try:
-        with open("/proc/cpuinfo") as f:
-            words = set(f.read().split())
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & words) or {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= words
+    return _cpu.bf16_native()
 
 
 def float_dtypes() -> tuple:
