@@ -766,12 +766,17 @@ def _is_op(obj) -> bool:
 
 def _op_method(name: str, op_name: str, namespace: str | None = None):
     def method(self, *args, **kwargs):
-        where = _PDX if namespace is None else getattr(_PDX, namespace)
-        return getattr(where, op_name)(self, *args, **kwargs)
+        return _resolve_op(op_name, namespace)(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
     qualified = op_name if namespace is None else f"{namespace}.{op_name}"
     method.__doc__ = f"Paddle's `Tensor.{name}`: `pdx.{qualified}(x, ...)`."
+    method._pdx_op = (op_name, namespace)
     return method
+
+
+def _resolve_op(op_name: str, namespace: str | None):
+    where = _PDX if namespace is None else getattr(_PDX, namespace)
+    return getattr(where, op_name)
 
 
 # Paddle namespaces whose functions are Tensor methods too (x.cond() is paddle.linalg.cond(x),
@@ -936,11 +941,62 @@ class _TensorMeta(type):
         # `pdx.Tensor.add(x, y)`: the method of x's own type, concrete or traced.
         if name.startswith("_") or name not in PADDLE_TENSOR_METHODS:
             raise AttributeError(f"type object 'Tensor' has no attribute {name!r}")
+        attr = _UNBOUND.get(name)
+        if attr is None:
+            attr = _UNBOUND[name] = _unbound(name)
+        return attr
 
-        def unbound(self, *args, **kwargs):
-            return getattr(self, name)(*args, **kwargs)
-        unbound.__name__ = unbound.__qualname__ = name
-        return unbound
+
+# name -> what `pdx.Tensor.<name>` gives: a function of the tensor (or a property for
+# JAX's and pdx's properties, as `paddle.Tensor.ndim` is a descriptor).
+_UNBOUND: dict[str, Any] = {}
+
+# Paddle's names for a Tensor method's first parameter (`paddle.Tensor.lerp(x=a, y=b,
+# weight=w)`), read when the tensor is passed by keyword and the pdx op has no signature.
+_FIRST_PARAMETER_NAMES = ("x", "input", "self", "arr", "var", "inputs", "condition")
+
+
+def _first_parameter(name: str) -> str | None:
+    """The name of the first parameter of the function behind `Tensor.<name>`."""
+    import inspect
+
+    attr = _INSTALLED.get((_array_classes()[0], name))
+    target = _resolve_op(*attr._pdx_op) if hasattr(attr, "_pdx_op") else attr
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        return params[0].name
+    return None
+
+
+def _unbound(name: str):
+    concrete = _array_classes()[0]
+    if isinstance(getattr(concrete, name, None), property):
+        return property(lambda self: getattr(self, name), doc=f"Paddle's `Tensor.{name}` (`x.{name}`).")
+
+    def unbound(*args, **kwargs):
+        if args:
+            self, args = args[0], args[1:]
+        else:
+            first = _first_parameter(name)
+            keys = (first,) if first in kwargs else tuple(k for k in _FIRST_PARAMETER_NAMES if k in kwargs)
+            if not keys:
+                raise TypeError(f"pdx.Tensor.{name}(x, ...): pass the tensor first (as `x.{name}(...)` "
+                                f"takes it); got only keyword arguments {sorted(kwargs)}")
+            self = kwargs.pop(keys[0])
+        method = getattr(self, name, None) if isinstance(self, jax.Array) else None
+        if method is None:
+            installed = _INSTALLED.get((concrete, name))
+            if hasattr(installed, "_pdx_op"):  # a pdx op: takes lists, numpy arrays, numbers
+                return _resolve_op(*installed._pdx_op)(self, *args, **kwargs)
+            method = getattr(jnp.asarray(self), name)
+        return method(*args, **kwargs)
+    unbound.__name__ = name
+    unbound.__qualname__ = f"Tensor.{name}"
+    unbound.__doc__ = f"Paddle's unbound `Tensor.{name}(x, ...)`: the same as `x.{name}(...)`."
+    return unbound
 
 
 class Tensor(metaclass=_TensorMeta):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,11 +169,16 @@ CASES = [
     ("split_with_sizes", X3, ([1, 3], 2), {}), ("is_dense", X, (), {}), ("is_sparse", X, (), {}),
     ("is_sparse_coo", X, (), {}), ("is_sparse_csr", X, (), {}), ("is_dist", X, (), {}),
     ("is_selected_rows", X, (), {}), ("strided_slice", X3, ([2], [0], [4], [2]), {}),
+    ("gcd", XI, (A(XI.T.reshape(2, 3)),), {}), ("lcm", XI + 1, (A(XI.T.reshape(2, 3) + 1),), {}),
+    ("ldexp", X, (A(XI),), {}),
 ]
 
 # Paddle calls whose result is random or a Paddle object pdx does not reproduce.
 NOT_COMPARED = {"multinomial", "bernoulli", "place", "grad_fn", "requires_grad", "cuda", "svd_lowrank",
                 "pca_lowrank", "top_p_sampling"}
+# Calls whose value differs from one call to the next (random draws, buffer addresses): the
+# unbound and bound forms are compared by shape only.
+VARIES = {"multinomial", "bernoulli", "svd_lowrank", "pca_lowrank", "top_p_sampling", "data_ptr"}
 # Paddle calls whose values are uninitialized memory: only shape and dtype are compared.
 SHAPE_ONLY = {"new_empty"}
 
@@ -487,3 +493,79 @@ def test_layout_and_identity_methods_match_paddle(paddle):
     coo = jnp.asarray(m).to_sparse_coo(2)
     np.testing.assert_array_equal(np.asarray(coo.todense()), paddle.to_tensor(m).to_sparse_coo(2).to_dense().numpy())
     np.testing.assert_array_equal(np.asarray(jnp.asarray(m).to_sparse_csr().todense()), m)
+
+
+# ------------------------------------------------------------------ unbound methods
+
+
+def _unbound_cases(paddle):
+    """CASES, then each other method pdx has called as x.name() or x.name(y), whichever paddle takes."""
+    cases = list(CASES)
+    explicit = {c[0] for c in CASES}
+    x, y = _rand((2, 3), seed=7), _rand((2, 3), seed=8)
+    for name, status in _tensor.registered_methods().items():
+        if status not in ("implemented", "alias", "extended", "jax") or name in explicit | LIST_FIRST:
+            continue
+        for args in ((), (A(y),)):
+            try:
+                getattr(paddle.to_tensor(x), name)(*_convert(args, paddle.to_tensor))
+            except Exception:  # noqa: BLE001  (this form is not Paddle's)
+                continue
+            cases.append((name, x, args, {}))
+            break
+    return cases
+
+
+SPARSE_RESULT = {"to_sparse_coo", "to_sparse_csr"}  # compared densely in test_layout_and_identity_...
+
+
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")
+def test_unbound_methods_match_bound_and_paddle(paddle):
+    """`pdx.Tensor.m(x, ...)` equals `x.m(...)` for every method pdx has, and paddle's
+    `paddle.Tensor.m(x, ...)`; properties are descriptors (`pdx.Tensor.ndim.__get__(x)`)."""
+    failures, checked = [], set()
+    for name, x, args, kwargs in _unbound_cases(paddle):
+        what = f"pdx.Tensor.{name}(x, *{args!r:.60}, **{kwargs!r})"
+        xj, xp = jnp.asarray(x), paddle.to_tensor(x)
+        try:
+            if args is None:  # a property
+                got, bound, want = (getattr(pdx.Tensor, name).__get__(xj), getattr(xj, name),
+                                    getattr(paddle.Tensor, name).__get__(xp))
+            else:
+                jargs, jkw = _convert(args, jnp.asarray), _convert(kwargs, jnp.asarray)
+                try:
+                    bound = getattr(xj, name)(*jargs, **jkw)
+                except Exception as e:  # noqa: BLE001  (the unbound form must raise the same)
+                    with pytest.raises(type(e), match=re.escape(str(e)[:80])):
+                        getattr(pdx.Tensor, name)(xj, *jargs, **jkw)
+                    continue
+                got = getattr(pdx.Tensor, name)(xj, *jargs, **jkw)
+                want = getattr(paddle.Tensor, name)(xp, *_convert(args, paddle.to_tensor),
+                                                   **_convert(kwargs, paddle.to_tensor))
+            if name in VARIES:
+                jax.tree.map(lambda g, b: np.testing.assert_equal(np.shape(g), np.shape(b)), got, bound)
+            else:
+                jax.tree.map(np.testing.assert_array_equal, got, bound)
+            if name in NOT_COMPARED | VARIES | SPARSE_RESULT:
+                continue
+            if name in SHAPE_ONLY:
+                assert np.shape(got) == tuple(_np(want, paddle).shape), what
+            else:
+                _close(_np(got, paddle), _np(want, paddle), what)
+            checked.add(name)
+        except Exception as e:  # noqa: BLE001  (collected, reported together)
+            failures.append(f"{what}: {type(e).__name__}: {str(e)[:300]}")
+    assert not failures, "\n".join(failures)
+    assert len(checked) > 250, len(checked)
+    # Paddle's keyword form, lists first, numpy input, one function per name
+    x, y = jnp.asarray(X), jnp.asarray(Y)
+    px, py = paddle.to_tensor(X), paddle.to_tensor(Y)
+    _close(np.asarray(pdx.Tensor.lerp(x=x, y=y, weight=0.3)), paddle.Tensor.lerp(x=px, y=py, weight=0.3).numpy(), "kw")
+    _close(np.asarray(pdx.Tensor.where(condition=x > 0.5, x=x, y=y)),
+           paddle.Tensor.where(condition=px > 0.5, x=px, y=py).numpy(), "where kw")
+    _close(np.asarray(pdx.Tensor.add_n([x, y])), paddle.Tensor.add_n([px, py]).numpy(), "add_n")
+    _close(np.asarray(pdx.Tensor.diff(X)), paddle.Tensor.diff(px).numpy(), "numpy input")
+    assert pdx.Tensor.diff is pdx.Tensor.diff
+    np.testing.assert_array_equal(jax.jit(lambda t: pdx.Tensor.rot90(t))(x), np.rot90(X))
+    with pytest.raises(TypeError, match="pass the tensor first"):
+        pdx.Tensor.diff(n=1)
