@@ -1,4 +1,4 @@
-"""The Paddle optimizers: SGD, Momentum, Adam, AdamW, Adagrad, RMSProp, Adamax, Lamb.
+"""The Paddle optimizers: SGD, Momentum, Adam, AdamW, Adagrad, RMSProp, Adamax, Lamb, ASGD, Adadelta, NAdam, RAdam, Rprop.
 
 Each is `Optimizer` plus one optax chain per parameter group that reproduces
 Paddle's kernel (optax's transform where the math is the same, a
@@ -17,7 +17,7 @@ from pdx.optimizer import _transforms
 from pdx.optimizer._optimizer import Optimizer, _as_hyper
 from pdx.regularizer import WeightDecayRegularizer
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "Momentum", "RMSProp"]
+__all__ = ["ASGD", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "Lamb", "Momentum", "NAdam", "RAdam", "RMSProp", "Rprop"]
 
 
 def _chain(**steps) -> optax.GradientTransformation:
@@ -409,3 +409,210 @@ class Lamb(Optimizer):
             trust_ratio=optax.masked(optax.scale_by_trust_ratio(), adapt) if any(adapt.values()) else None,
             lr=_transforms.scale_by_paddle_lr(learning_rate, group.lr_scale),
         )
+
+
+class ASGD(Optimizer):
+    """ASGD (stochastic average gradient): keep the last gradient of each of
+    `batch_num` slots; step `m` replaces slot `m % batch_num` and descends
+    along the slots' mean, `param -= lr * d / min(m + 1, batch_num)`.
+
+    Args:
+      learning_rate: a float or an `LRScheduler`.
+      batch_num: the number of slots (batches in an epoch).
+      parameters: a Layer, `layer.parameters()` or parameter groups.
+      weight_decay: None, a float (L2), `L1Decay` or `L2Decay`.
+      grad_clip: None or a `pdx.nn.ClipGradBy*`.
+      multi_precision: float32 master weights for float16/bfloat16 params.
+      name: ignored.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Layer()
+      >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
+      >>> opt = pdx.optimizer.ASGD(learning_rate=1.0, batch_num=2, parameters=net)
+      >>> opt.step({"w": jnp.array([2.0])})
+      >>> opt.step({"w": jnp.array([4.0])})
+      >>> net.w[...].tolist()
+      [-5.0]
+    """
+
+    def __init__(self, learning_rate=0.001, batch_num: int = 1, parameters=None, weight_decay=None, grad_clip=None,
+                 multi_precision: bool = False, name: str | None = None) -> None:
+        _require("ASGD", learning_rate=learning_rate, batch_num=batch_num)
+        if isinstance(batch_num, bool) or not isinstance(batch_num, int) or batch_num <= 0:
+            raise ValueError(f"ASGD: batch_num must be a positive int; got batch_num={batch_num!r}")
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, multi_precision=multi_precision,
+                         defaults={"batch_num": int(batch_num)})
+
+    def _group_transform(self, group, learning_rate):
+        return _chain(regularization=self._regularization(group),
+                      asgd=_transforms.scale_by_paddle_asgd(int(group.options["batch_num"])),
+                      lr=_transforms.scale_by_paddle_lr(learning_rate, group.lr_scale))
+
+
+class Adadelta(Optimizer):
+    """Adadelta: `E[g^2] = rho * E[g^2] + (1 - rho) * g^2`,
+    `dx = sqrt((E[dx^2] + eps) / (E[g^2] + eps)) * g`,
+    `E[dx^2] = rho * E[dx^2] + (1 - rho) * dx^2`, `param -= lr * dx`.
+
+    Args:
+      learning_rate: a float or an `LRScheduler`.
+      epsilon: added inside both square roots.
+      rho: the decay rate of the running averages.
+      parameters: a Layer, `layer.parameters()` or parameter groups.
+      weight_decay: None, a float (L2), `L1Decay` or `L2Decay`.
+      grad_clip: None or a `pdx.nn.ClipGradBy*`.
+      name: ignored.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Layer()
+      >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
+      >>> opt = pdx.optimizer.Adadelta(learning_rate=1.0, epsilon=1.0, rho=0.0, parameters=net)
+      >>> opt.step({"w": jnp.array([1.0])})
+      >>> [round(v, 4) for v in net.w[...].tolist()]
+      [-0.7071]
+    """
+
+    def __init__(self, learning_rate=0.001, epsilon: float = 1e-06, rho: float = 0.95, parameters=None,
+                 weight_decay=None, grad_clip=None, name: str | None = None) -> None:
+        _require("Adadelta", learning_rate=learning_rate, epsilon=epsilon, rho=rho)
+        defaults = {"epsilon": _as_hyper("Adadelta", "epsilon", epsilon), "rho": _as_hyper("Adadelta", "rho", rho)}
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, defaults=defaults)
+
+    def _group_transform(self, group, learning_rate):
+        opts = group.options
+        return _chain(regularization=self._regularization(group),
+                      adadelta=_transforms.scale_by_paddle_adadelta(float(opts["rho"]), float(opts["epsilon"])),
+                      lr=_transforms.scale_by_paddle_lr(learning_rate, group.lr_scale))
+
+
+class NAdam(Optimizer):
+    """NAdam: Adam with Nesterov momentum, the momentum coefficient
+    `mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay))`.
+
+    Args:
+      learning_rate: a float or an `LRScheduler`.
+      beta1, beta2: the moment decay rates.
+      epsilon: added to the denominator.
+      momentum_decay: psi in `mu_t`.
+      parameters: a Layer, `layer.parameters()` or parameter groups.
+      weight_decay: None, a float (L2), `L1Decay` or `L2Decay`.
+      grad_clip: None or a `pdx.nn.ClipGradBy*`.
+      name: ignored.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Layer()
+      >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
+      >>> opt = pdx.optimizer.NAdam(learning_rate=0.1, parameters=net)
+      >>> opt.step({"w": jnp.array([3.0])})
+      >>> [round(v, 3) for v in net.w[...].tolist()]
+      [-0.1]
+    """
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=1e-08, momentum_decay=0.004,
+                 parameters=None, weight_decay=None, grad_clip=None, name: str | None = None) -> None:
+        _require("NAdam", learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, momentum_decay=momentum_decay)
+        defaults = _adam_defaults("NAdam", beta1, beta2, epsilon)
+        defaults["momentum_decay"] = _as_hyper("NAdam", "momentum_decay", momentum_decay)
+        if defaults["momentum_decay"] < 0:
+            raise ValueError(f"NAdam: momentum_decay must be >= 0; got {momentum_decay}")
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, defaults=defaults)
+
+    def _group_transform(self, group, learning_rate):
+        opts = group.options
+        return _chain(regularization=self._regularization(group),
+                      nadam=_transforms.scale_by_paddle_nadam(float(opts["beta1"]), float(opts["beta2"]),
+                                                              float(opts["epsilon"]), float(opts["momentum_decay"])),
+                      lr=_transforms.scale_by_paddle_lr(learning_rate, group.lr_scale))
+
+
+class RAdam(Optimizer):
+    """RAdam: Adam whose adaptive term is switched on, rectified, once the
+    variance estimate is reliable (`rho_t > 5`); before that a momentum step.
+
+    Args:
+      learning_rate: a float or an `LRScheduler`.
+      beta1, beta2: the moment decay rates.
+      epsilon: added to the denominator.
+      parameters: a Layer, `layer.parameters()` or parameter groups.
+      weight_decay: None, a float (L2), `L1Decay` or `L2Decay`.
+      grad_clip: None or a `pdx.nn.ClipGradBy*`.
+      name: ignored.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Layer()
+      >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
+      >>> opt = pdx.optimizer.RAdam(learning_rate=0.1, parameters=net)
+      >>> opt.step({"w": jnp.array([3.0])})
+      >>> [round(v, 3) for v in net.w[...].tolist()]
+      [-0.3]
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None, weight_decay=None,
+                 grad_clip=None, name: str | None = None) -> None:
+        _require("RAdam", learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon)
+        super().__init__(learning_rate, parameters, weight_decay, grad_clip, name, defaults=_adam_defaults("RAdam", beta1, beta2, epsilon))
+
+    def _group_transform(self, group, learning_rate):
+        opts = group.options
+        return _chain(regularization=self._regularization(group),
+                      radam=_transforms.scale_by_paddle_radam(float(opts["beta1"]), float(opts["beta2"]), float(opts["epsilon"])),
+                      lr=_transforms.scale_by_paddle_lr(learning_rate, group.lr_scale))
+
+
+class Rprop(Optimizer):
+    """Rprop (full-batch): each element keeps its own step size, starting at
+    `learning_rate`, grown by `etas[1]` while the gradient keeps its sign and
+    shrunk by `etas[0]` when it flips (then that element holds still for one
+    step), within `learning_rate_range`; `param -= sign(g) * step`.
+
+    As in Paddle, `learning_rate` only sets the starting step sizes (a float;
+    the global learning rate and per-parameter multipliers play no part
+    afterwards), and there is no weight decay.
+
+    Args:
+      learning_rate: the initial step size (a float).
+      learning_rate_range: (min, max) of the step sizes.
+      parameters: a Layer, `layer.parameters()` or parameter groups.
+      etas: (decrease, increase) factors, `0 < etas[0] < 1 < etas[1]`.
+      grad_clip: None or a `pdx.nn.ClipGradBy*`.
+      multi_precision: float32 master weights for float16/bfloat16 params.
+      name: ignored.
+
+    Example:
+      >>> import jax.numpy as jnp, pdx
+      >>> net = pdx.nn.Layer()
+      >>> net.w = net.create_parameter([1], default_initializer=pdx.nn.initializer.Constant(0.0))
+      >>> opt = pdx.optimizer.Rprop(learning_rate=0.1, parameters=net)
+      >>> for _ in range(2):
+      ...     opt.step({"w": jnp.array([3.0])})
+      >>> [round(v, 3) for v in net.w[...].tolist()]
+      [-0.22]
+    """
+
+    def __init__(self, learning_rate=0.001, learning_rate_range=(1e-05, 50), parameters=None, etas=(0.5, 1.2),
+                 grad_clip=None, multi_precision: bool = False, name: str | None = None) -> None:
+        _require("Rprop", learning_rate=learning_rate, learning_rate_range=learning_rate_range, etas=etas)
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
+            raise TypeError(f"Rprop: learning_rate is the initial step size and must be a float; got {learning_rate!r}")
+        try:
+            lo, hi = (float(v) for v in learning_rate_range)
+            eta_minus, eta_plus = (float(v) for v in etas)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Rprop: learning_rate_range and etas must be pairs of floats; got "
+                            f"learning_rate_range={learning_rate_range!r}, etas={etas!r}") from e
+        if not 0.0 < lo <= learning_rate <= hi:
+            raise ValueError(f"Rprop: need 0 < learning_rate_range[0] <= learning_rate <= learning_rate_range[1]; "
+                             f"got learning_rate={learning_rate}, learning_rate_range={learning_rate_range}")
+        if not 0.0 < eta_minus < 1.0 < eta_plus:
+            raise ValueError(f"Rprop: need 0 < etas[0] < 1 < etas[1]; got etas={etas}")
+        defaults = {"learning_rate_range": (lo, hi), "etas": (eta_minus, eta_plus)}
+        self._initial_learning_rate = float(learning_rate)
+        super().__init__(learning_rate, parameters, None, grad_clip, name, multi_precision=multi_precision, defaults=defaults)
+
+    def _group_transform(self, group, learning_rate):
+        opts = group.options
+        return _transforms.scale_by_paddle_rprop(self._initial_learning_rate, opts["learning_rate_range"], opts["etas"])
