@@ -39,3 +39,13 @@ def flatten_features(x, data_format: str):
     if data_format == "NHWC":
         x = pdx.transpose(x, [0, 3, 1, 2])
     return pdx.flatten(x, 1)
+
+
+def channel_axis(data_format: str) -> int:
+    """The channel axis of a 4-D activation: 1 for NCHW, 3 for NHWC."""
+    return 1 if data_format == "NCHW" else 3
+
+
+def uniform_attr(stdv: float):
+    """A ParamAttr drawing from U(-stdv, stdv), the init several Paddle models use."""
+    return pdx.ParamAttr(initializer=pdx.nn.initializer.Uniform(-stdv, stdv))
