@@ -1,7 +1,7 @@
 """Argument conversion and Paddle-style errors shared by every pdx package.
 
-`as_array` turns an argument into a jax.Array (a TypeError naming the op and
-argument for anything that is not array-like), `op_error` is the ValueError
+`as_array` turns an argument into a jax.Array (an `ArgumentError` naming the op
+and argument for anything that is not array-like), `op_error` is the ValueError
 that names the op, and `normalize_axis` / `static_int` / `int_list` read
 static (trace-time) arguments. They look only at Python values, shapes and
 dtypes, never at array values, so they are safe under `jax.jit`. This is part
@@ -18,12 +18,36 @@ import numpy as np
 
 from pdx._dtype import convert_dtype
 
-__all__ = ["as_array", "int_list", "normalize_axis", "op_error", "static_int"]
+__all__ = ["ArgumentError", "AxisError", "ShapeError", "argument_error", "as_array", "int_list",
+           "normalize_axis", "op_error", "static_int"]
+
+
+class ArgumentError(TypeError, ValueError):
+    """An argument of the wrong type or dtype (a string where a tensor goes, a float index).
+
+    A TypeError by Python's convention and a ValueError as Paddle's eager ops raise for it,
+    so `except TypeError` and Paddle's `assertRaises(ValueError)` both catch it.
+    """
+
+
+class AxisError(ValueError, IndexError):
+    """An axis out of range: Paddle raises ValueError for most ops and IndexError for some
+    (`gather`, `cumsum`); numpy's AxisError is both as well."""
+
+
+class ShapeError(ValueError, TypeError):
+    """A shape that does not fit (`x.reshape([4, 2])` of 6 elements): Paddle's ValueError,
+    and JAX's TypeError for its own reshape method."""
 
 
 def op_error(op: str, message: str) -> ValueError:
     """A ValueError that names the op, e.g. `matmul: x.shape=(2, 3) ...`."""
     return ValueError(f"pdx.{op}: {message}")
+
+
+def argument_error(op: str, message: str) -> ArgumentError:
+    """An ArgumentError that names the op, e.g. `pdx.gather: `index` must be an integer tensor`."""
+    return ArgumentError(f"pdx.{op}: {message}")
 
 
 def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
@@ -34,13 +58,14 @@ def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
     """
     if isinstance(x, jax.Array) and dtype is None:
         return x
+    error = ArgumentError(f"pdx.{op}: argument `{name}` must be a tensor (jax.Array, numpy array, "
+                          f"number or nested list); got {type(x).__name__}")
+    if isinstance(x, (str, bytes)):  # jnp.asarray would read a string as a dtype name
+        raise error
     try:
         return jnp.asarray(x, dtype=convert_dtype(dtype))
     except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"pdx.{op}: argument `{name}` must be a tensor (jax.Array, numpy array, "
-            f"number or nested list); got {type(x).__name__}"
-        ) from e
+        raise error from e
 
 
 def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
@@ -48,8 +73,8 @@ def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"pdx.{op}: `{name}` must be an int; got {axis!r}")
     if not -max(ndim, 1) <= axis < max(ndim, 1):
-        raise op_error(op, f"`{name}`={axis} is out of range for a tensor of rank {ndim} "
-                           f"(valid: {-max(ndim, 1)} .. {max(ndim, 1) - 1})")
+        raise AxisError(f"pdx.{op}: `{name}`={axis} is out of range for a tensor of rank {ndim} "
+                        f"(valid: {-max(ndim, 1)} .. {max(ndim, 1) - 1})")
     return int(axis) % max(ndim, 1)
 
 

@@ -179,10 +179,14 @@ def _ext_reshape(jax_method):
         try:
             return jax_method(self, *args, **kwargs)
         except (TypeError, ValueError, ZeroDivisionError):  # what JAX raises for a 0 dim
-            # Paddle's 0 copies the input's dim; JAX rejects a 0 for a non-empty array.
-            if len(args) == 1 and isinstance(args[0], (list, tuple)) and self.size != 0 and any(
-                    type(d) is int and d == 0 for d in args[0]):
-                return _PDX.reshape(self, args[0])
+            # Paddle's forms JAX rejects: a 0 copies the input's dim, a 1-element tensor is a
+            # dim. pdx.reshape also raises for what neither takes, a ShapeError (ValueError
+            # as Paddle's, TypeError as JAX's) naming both shapes.
+            if kwargs:
+                raise
+            dims = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+            if all(isinstance(d, (int, np.integer, jax.Array, np.ndarray)) for d in dims):
+                return _PDX.reshape(self, list(dims))
             raise
     return reshape
 

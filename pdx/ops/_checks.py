@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype
 # The core helpers, re-exported for the ops modules.
-from pdx._args import as_array, int_list, normalize_axis, op_error, static_int
+from pdx._args import argument_error, as_array, int_list, normalize_axis, op_error, static_int
 
 
 def reduce_axes(axis, ndim: int, *, op: str) -> tuple[int, ...] | None:
@@ -72,7 +72,7 @@ def index_array(index, *, op: str, name: str = "index") -> jax.Array:
     """An integer index tensor, or a TypeError naming the op and argument."""
     index = as_array(index, name=name, op=op)
     if not jnp.issubdtype(index.dtype, jnp.integer):
-        raise TypeError(f"pdx.{op}: `{name}` must be an integer tensor (int32/int64); got dtype {index.dtype}")
+        raise argument_error(op, f"`{name}` must be an integer tensor (int32/int64); got dtype {index.dtype}")
     return index
 
 

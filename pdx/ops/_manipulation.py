@@ -18,6 +18,7 @@ import numpy as np
 from pdx.ops._checks import (
     broadcast_shapes, check_rank, dtype_arg, index_array, int_list, prod_int, static_int,
 )
+from pdx._args import ShapeError, argument_error
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
 from pdx.ops._logic import nonzero
 
@@ -33,7 +34,7 @@ def _axis(axis, ndim, op, name="axis"):
 
 def _tensor_list(x, op, name="x"):
     if isinstance(x, (jax.Array, np.ndarray)) or not isinstance(x, Sequence):
-        raise TypeError(f"pdx.{op}: `{name}` must be a list or tuple of tensors; got {type(x).__name__}")
+        raise argument_error(op, f"`{name}` must be a list or tuple of tensors; got {type(x).__name__}")
     if len(x) == 0:
         raise op_error(op, f"`{name}` is empty; pass at least one tensor")
     return [as_array(t, name=f"{name}[{i}]", op=op) for i, t in enumerate(x)]
@@ -72,12 +73,12 @@ def reshape(x, shape, name=None):
     known = prod_int(d for d in dims if d != -1)
     if -1 in dims:
         if known == 0 or x.size % known:
-            raise op_error("reshape", f"cannot reshape x.shape={tuple(x.shape)} ({x.size} elements) to "
-                                      f"shape={list(shape_list(shape, op='reshape'))}")
+            raise ShapeError(f"pdx.reshape: cannot reshape x.shape={tuple(x.shape)} ({x.size} elements) to "
+                             f"shape={list(shape_list(shape, op='reshape'))}")
         dims[dims.index(-1)] = x.size // known
     elif known != x.size:
-        raise op_error("reshape", f"cannot reshape x.shape={tuple(x.shape)} ({x.size} elements) to "
-                                  f"shape={dims} ({known} elements)")
+        raise ShapeError(f"pdx.reshape: cannot reshape x.shape={tuple(x.shape)} ({x.size} elements) to "
+                         f"shape={dims} ({known} elements)")
     return jnp.reshape(x, dims)
 
 
