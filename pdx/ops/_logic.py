@@ -575,18 +575,26 @@ def numel(x, name=None):
 def shape(input):  # noqa: A002 (Paddle's name)
     """The shape of `input` as a 1-D int32 tensor (static, so also fine under jit).
 
+    Under a trace (`pdx.jit`, `jax.jit`) the shape is a numpy int32 array instead: its
+    values are known while tracing, so `pdx.reshape(x, pdx.shape(y))`,
+    `pdx.tile(x, pdx.shape(y))` and `[pdx.shape(y)[0], -1]` work as shape arguments
+    (a traced tensor would have no values to build a shape from).
+
     Args:
       input: a tensor.
 
     Returns:
-      A 1-D int32 tensor of length `input.ndim`.
+      A 1-D int32 tensor of length `input.ndim` (a numpy array under a trace).
 
     Example:
       >>> import pdx
       >>> pdx.shape(pdx.zeros([2, 3])).tolist()
       [2, 3]
     """
-    return jnp.asarray(as_array(input, name="input", op="shape").shape, jnp.int32)
+    x = as_array(input, name="input", op="shape")
+    if isinstance(x, jax.core.Tracer):
+        return np.asarray(x.shape, np.int32)
+    return jnp.asarray(x.shape, jnp.int32)
 
 
 def is_tensor(x):
