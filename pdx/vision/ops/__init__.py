@@ -4,9 +4,14 @@
     ConvNormActivation   Conv2D + norm + activation block used by the vision models
 """
 
+from pdx.vision.ops._boxes import box_coder
+from pdx.vision.ops._boxes import prior_box
+from pdx.vision.ops._boxes import yolo_box
 from pdx.vision.ops._deform import DeformConv2D
 from pdx.vision.ops._deform import deform_conv2d
 from pdx.vision.ops._layers import ConvNormActivation
+from pdx.vision.ops._nms import matrix_nms
+from pdx.vision.ops._nms import nms
 from pdx.vision.ops._roi import PSRoIPool
 from pdx.vision.ops._roi import RoIAlign
 from pdx.vision.ops._roi import RoIPool
@@ -14,4 +19,4 @@ from pdx.vision.ops._roi import psroi_pool
 from pdx.vision.ops._roi import roi_align
 from pdx.vision.ops._roi import roi_pool
 
-__all__ = ["ConvNormActivation", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
+__all__ = ["ConvNormActivation", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
