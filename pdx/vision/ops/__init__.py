@@ -12,6 +12,8 @@ from pdx.vision.ops._deform import deform_conv2d
 from pdx.vision.ops._layers import ConvNormActivation
 from pdx.vision.ops._nms import matrix_nms
 from pdx.vision.ops._nms import nms
+from pdx.vision.ops._proposals import distribute_fpn_proposals
+from pdx.vision.ops._proposals import generate_proposals
 from pdx.vision.ops._roi import PSRoIPool
 from pdx.vision.ops._roi import RoIAlign
 from pdx.vision.ops._roi import RoIPool
@@ -19,4 +21,4 @@ from pdx.vision.ops._roi import psroi_pool
 from pdx.vision.ops._roi import roi_align
 from pdx.vision.ops._roi import roi_pool
 
-__all__ = ["ConvNormActivation", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
+__all__ = ["ConvNormActivation", "generate_proposals", "distribute_fpn_proposals", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
