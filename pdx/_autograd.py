@@ -142,18 +142,20 @@ def _differentiate(func, fname: str, has_aux: bool, nums, slots, graph: Graph | 
         else:
             out, new_values = run_with_values(graph, values, func, *call_args, **kwargs)
         loss, aux = out if has_aux else (out, None)
-        if not (hasattr(loss, "shape") and loss.shape == ()):
-            raise TypeError(f"{fname}: the function must return a scalar loss"
-                            f"{' as the first element of (loss, aux)' if has_aux else ''}; "
+        if not (hasattr(loss, "shape") and loss.shape in ((), (1,))):
+            raise TypeError(f"{fname}: the function must return a scalar loss (shape [] or [1], as "
+                            f"Paddle's backward takes){' as the first element of (loss, aux)' if has_aux else ''}; "
                             f"got {type(loss).__name__} with shape {getattr(loss, 'shape', None)}")
+        loss_shape.append(loss.shape)
         updates = {j: jax.lax.stop_gradient(new) for j, (new, old) in enumerate(zip(new_values, values))
                    if not same_leaves(new, old)}
-        return loss, (aux, updates)
+        return loss.reshape(()), (aux, updates)
 
+    loss_shape: list = []  # the loss as the function returned it: [] or Paddle's [1]
     diff_values = [[values[j] for j in idx] if kind is _LAYER else args[i]
                    for (kind, _, idx), i in zip(slots, nums)]
     (loss, (aux, updates)), raw_grads = jax.value_and_grad(inner, has_aux=True)(diff_values, values)
-    return loss, aux, raw_grads, updates
+    return loss.reshape(loss_shape[-1]), aux, raw_grads, updates
 
 
 def _result(slots, raw_grads, args, nums, argnums, has_aux, loss, aux):
@@ -180,6 +182,20 @@ _VALUE_NEEDED = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConve
                  jax.errors.TracerIntegerConversionError, jax.errors.TracerBoolConversionError,
                  # a Layer that is not an argument nor named by the function was written
                  nnx_errors.TraceContextError, _NeedsEager)
+
+
+_JAX_VALUE_ERRORS = _VALUE_NEEDED[:4]
+
+_VALUE_IN_GRADIENT = (
+    "{fname}: the function reads a value in Python (float(x), np.asarray(x), x.tolist(), ...) of a "
+    "tensor that the gradient depends on, and JAX's differentiation tracer refuses that conversion.{where} "
+    "The pdx way: x.numpy() and x.item() work inside the function when it runs op by op (they detach, "
+    "as in Paddle); for logging, return the value as aux (`pdx.value_and_grad(f, has_aux=True)` gives "
+    "`(loss, aux), grads`) and call float() on it after the step; keep metric updates outside the "
+    "differentiated function."
+)
+_UNDER_TRACE = (" Here value_and_grad runs inside a compiled function (pdx.jit / jax.jit), where no "
+                "tensor has a value: return what you need from the compiled function instead.")
 
 
 class _StdoutProbe:
@@ -806,8 +822,15 @@ def _eager(func, argnums, has_aux: bool, fname: str, args, kwargs, entry: _Compi
     generator = _global_generator(_random.get_rng_state()) if top else contextlib.nullcontext()
     values = graph.values() if graph is not None else []
     with generator as rng:
-        loss, aux, raw_grads, updates = _differentiate(func, fname, has_aux, nums, slots, graph, values,
-                                                       args, kwargs)
+        try:
+            loss, aux, raw_grads, updates = _differentiate(func, fname, has_aux, nums, slots, graph, values,
+                                                           args, kwargs)
+        except _JAX_VALUE_ERRORS as e:
+            teach = _VALUE_IN_GRADIENT.format(fname=fname, where="" if top else _UNDER_TRACE)
+            if not top:  # inside pdx.jit / jax.jit: JAX's class stays for whoever handles it
+                e.add_note(teach)
+                raise
+            raise TypeError(f"{teach}\n\nJAX's error: {str(e).splitlines()[0]}") from e
     if graph is not None and updates:
         # Buffers changed by the forward pass (BatchNorm stats, RNG) keep
         # their new values; parameters only change through the optimizer.

@@ -359,9 +359,37 @@ _DIFFERENCES: dict[str, str] = {
 # --------------------------------------------------------------------------------------
 
 
+_NO_VALUE = (
+    "Tensor.numpy(): this tensor is traced (inside pdx.jit / jax.jit) and has no value while the "
+    "program is built. Return it from the compiled function and call .numpy() on the result, "
+    "or return it as aux (`pdx.value_and_grad(f, has_aux=True)`) and update metrics outside the step."
+)
+
+
+def _concrete_value(x):
+    """The value of a tracer that holds one (JAX's JVP/linearize tracers over concrete inputs,
+    as when pdx.value_and_grad runs op by op), else None. Adapter: jax._src.core.to_concrete_value."""
+    from jax._src import core
+
+    return core.to_concrete_value(x)
+
+
 def _numpy(self):
-    """Paddle's `Tensor.numpy()`: a numpy copy of a concrete array (eager only)."""
-    return np.asarray(self)
+    """Paddle's `Tensor.numpy()`: a writable numpy copy, as Paddle's is.
+
+    Inside a function that `pdx.value_and_grad` differentiates op by op the
+    tensor is a JAX tracer that holds its value: `numpy()` gives that value
+    (detached from the gradient, as in Paddle). Under a compiling trace there
+    is no value, and the error says where to read it instead.
+    """
+    if _is_traced(self):
+        value = _concrete_value(self)
+        if value is None:  # JAX's class (pdx.value_and_grad falls back to op by op on it), pdx's hint
+            error = jax.errors.TracerArrayConversionError(self)
+            error.add_note(_NO_VALUE)
+            raise error
+        return np.array(value)
+    return np.array(self)
 
 
 def _cpu(self):

@@ -160,18 +160,54 @@ def test_values_read_in_python_fall_back_to_op_by_op():
     assert pdx.value_and_grad(branchy).cache_size() == 1, "one aborted trace, then op by op"
 
 
-@pytest.mark.xfail(strict=True, raises=jax.errors.TracerArrayConversionError,
-                   reason="x.numpy() inside a differentiated function: JAX's tracer refuses __array__ even "
-                          "when it holds a value (op by op too); pdx/_tensor.py's numpy() would need to read "
-                          "the concrete value")
-def test_numpy_inside_the_function():
-    net, _ = twins()
+def test_numpy_inside_the_function(paddle):
+    """x.numpy() / x.item() inside the differentiated function give the value, detached, as in
+    Paddle (the function runs op by op); float(x) / np.asarray(x) raise an error naming the pdx
+    way; a shape-[1] loss is taken as Paddle's backward takes it."""
+    rng = np.random.default_rng(3)
+    w, b = rng.normal(size=(6, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    x = rng.normal(size=(5, 6)).astype(np.float32)
+    net, pnet = nn.Linear(6, 3), paddle.nn.Linear(6, 3)
+    net.set_state_dict({"weight": w, "bias": b})
+    pnet.set_state_dict({"weight": paddle.to_tensor(w), "bias": paddle.to_tensor(b)})
 
     def uses_numpy(model, x):
-        out = model(x).mean()
-        return out * float(out.numpy())
+        out = (model(x) ** 2).mean()
+        return out * float(out.numpy()) + out * out.item()
 
-    pdx.value_and_grad(uses_numpy)(net, batch(0)[0])
+    def shape_one(model, x):
+        return (model(x) ** 2).mean().reshape([1]) * 3.0
+
+    px = paddle.to_tensor(x)
+    for f, want_grads in ((uses_numpy, None), (shape_one, None)):
+        pnet.clear_gradients()
+        ploss = f(pnet, px)
+        ploss.backward()
+        want_grads = {"weight": pnet.weight.grad.numpy(), "bias": pnet.bias.grad.numpy()}
+        for _ in range(2):  # the first call falls back to op by op, the second runs op by op
+            loss, grads = pdx.value_and_grad(f)(net, jnp.asarray(x))
+            assert loss.shape == tuple(ploss.shape)
+            np.testing.assert_allclose(np.asarray(loss), ploss.numpy(), rtol=1e-5)
+            for k, g in want_grads.items():
+                np.testing.assert_allclose(np.asarray(grads[k]), g, rtol=1e-4, atol=1e-6)
+
+    def uses_float(model, x):
+        out = model(x).mean()
+        return out * float(out)
+
+    for conversion in (uses_float, lambda m, x: m(x).mean() * np.asarray(m(x).mean())):
+        with pytest.raises(TypeError, match=r"return the value as aux .*has_aux=True"):
+            pdx.value_and_grad(conversion)(net, jnp.asarray(x))
+    # under a compiling trace there is no value: JAX's class, with pdx's way as a note
+    with pytest.raises(jax.errors.TracerArrayConversionError) as e:
+        pdx.jit(lambda m, x: pdx.value_and_grad(uses_numpy)(m, x))(net, jnp.asarray(x))
+    assert any("has_aux=True" in note for note in e.value.__notes__)
+    with pytest.raises(TypeError, match=r"shape \[\] or \[1\]"):
+        pdx.value_and_grad(lambda m, x: m(x).sum(0))(net, jnp.asarray(x))
+    # Tensor.numpy() is a writable copy, as Paddle's
+    arr = jnp.ones(3).numpy()
+    arr[0] = 5.0
+    assert arr.flags.writeable and paddle.ones([3]).numpy().flags.writeable
 
 
 def test_print_runs_op_by_op_every_call(capsys):
