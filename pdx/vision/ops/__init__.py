@@ -9,6 +9,8 @@ from pdx.vision.ops._boxes import prior_box
 from pdx.vision.ops._boxes import yolo_box
 from pdx.vision.ops._deform import DeformConv2D
 from pdx.vision.ops._deform import deform_conv2d
+from pdx.vision.ops._image import decode_jpeg
+from pdx.vision.ops._image import read_file
 from pdx.vision.ops._layers import ConvNormActivation
 from pdx.vision.ops._nms import matrix_nms
 from pdx.vision.ops._nms import nms
@@ -21,4 +23,4 @@ from pdx.vision.ops._roi import psroi_pool
 from pdx.vision.ops._roi import roi_align
 from pdx.vision.ops._roi import roi_pool
 
-__all__ = ["ConvNormActivation", "generate_proposals", "distribute_fpn_proposals", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
+__all__ = ["ConvNormActivation", "read_file", "decode_jpeg", "generate_proposals", "distribute_fpn_proposals", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
