@@ -432,4 +432,7 @@ __all__ = [
     "recompute",
     "scan_layers",
     "spectral_norm",
+    "utils",
 ]
+
+from pdx.nn import utils  # noqa: E402  (builds on the layers above)

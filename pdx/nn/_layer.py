@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
+import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +47,7 @@ from pdx._static_layers import static_layers as _static_layers
 from pdx._dtype import convert_dtype, default_float
 from pdx._placement import axes_metadata
 
-__all__ = ["Buffer", "Layer", "ParamAttr", "as_rngs"]
+__all__ = ["Buffer", "HookRemoveHelper", "Layer", "ParamAttr", "as_rngs"]
 
 
 def _value(x):
@@ -166,6 +168,55 @@ def restore_attribute_order(src, dst) -> None:
             restore_attribute_order(value, attrs[name])
 
 
+class _Hook(NamedTuple):
+    """One registered hook: its id (for `HookRemoveHelper.remove`), the function, and Paddle's flags."""
+
+    hook_id: int
+    fn: Callable
+    with_kwargs: bool = False
+    always_call: bool = False
+
+
+_HOOK_IDS = itertools.count()
+
+_FORWARD_PRE_HOOKS, _FORWARD_POST_HOOKS, _STATE_DICT_HOOKS = "_forward_pre_hooks", "_forward_post_hooks", "_state_dict_hooks"
+
+
+class HookRemoveHelper:
+    """The handle `register_forward_pre_hook` / `register_forward_post_hook` /
+    `register_state_dict_hook` return: `remove()` unregisters the hook."""
+
+    def __init__(self, layer: "Layer", attr: str, hook_id: int) -> None:
+        self._layer = weakref.ref(layer)
+        self._attr = attr
+        self._hook_id = hook_id
+
+    def remove(self) -> None:
+        layer = self._layer()
+        if layer is None:
+            return
+        hooks = getattr(layer, self._attr, ())
+        kept = tuple(h for h in hooks if h.hook_id != self._hook_id)
+        if len(kept) != len(hooks):
+            setattr(layer, self._attr, kept)
+
+
+class _IncompatibleKeys(NamedTuple):
+    """What `Layer.load_state_dict` returns (Paddle's and PyTorch's record)."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+
+_NO_BACKWARD = "Layer shouldn't implement backward"
+
+_SHARDED_STATE_DICT = (
+    "Layer.{method} builds Paddle's flex-checkpoint ShardedWeight records; pdx checkpoints the "
+    "sharded state itself: pdx.checkpoint saves a TrainState (each array with its sharding) and "
+    "restores it onto any mesh, and layer.state_dict() gives the full arrays."
+)
+
+
 class Layer(nnx.Module):
     """Base class of all pdx layers (Paddle's `paddle.nn.Layer`).
 
@@ -178,6 +229,10 @@ class Layer(nnx.Module):
     training = True  # class defaults: a subclass that skips super().__init__() still works
     _dtype = None
     _full_name = None
+    # registered hooks: static tuples of `_Hook`, so they survive nnx.split/merge and run inside pdx.jit
+    _forward_pre_hooks: tuple = ()
+    _forward_post_hooks: tuple = ()
+    _state_dict_hooks: tuple = ()
 
     def __init__(self, name_scope: str | None = None, dtype=None):
         self.training = True
@@ -199,10 +254,119 @@ class Layer(nnx.Module):
 
     # -- calling ---------------------------------------------------------------
     def __call__(self, *inputs, **kwargs):
+        if self._forward_pre_hooks or self._forward_post_hooks:
+            return self._call_with_hooks(inputs, kwargs)
+        return self._call_forward(inputs, kwargs)
+
+    def _call_forward(self, inputs, kwargs):
         static = _static_layers.get(self) if _static_layers else None
         if static is not None:
             return static(self, *inputs, **kwargs)
         return self.forward(*inputs, **kwargs)
+
+    def _call_with_hooks(self, inputs, kwargs):
+        """Paddle's hook protocol around forward: pre-hooks may replace the inputs,
+        post-hooks the output; `always_call` post-hooks also run when forward raises."""
+        outputs, ran = None, set()
+        try:
+            for hook in self._forward_pre_hooks:
+                if hook.with_kwargs:
+                    result = hook.fn(self, inputs, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {result}.")
+                        inputs, kwargs = result
+                else:
+                    result = hook.fn(self, inputs)
+                    if result is not None:
+                        inputs = result if isinstance(result, tuple) else (result,)
+            outputs = self._call_forward(inputs, kwargs)
+            for hook in self._forward_post_hooks:
+                ran.add(hook.hook_id)
+                result = hook.fn(self, inputs, kwargs, outputs) if hook.with_kwargs else hook.fn(self, inputs, outputs)
+                if result is not None:
+                    outputs = result
+            return outputs
+        except Exception:
+            for hook in self._forward_post_hooks:
+                if hook.always_call and hook.hook_id not in ran:
+                    if hook.with_kwargs:
+                        hook.fn(self, inputs, kwargs, outputs)
+                    else:
+                        hook.fn(self, inputs, outputs)
+            raise
+
+    # -- hooks -------------------------------------------------------------------
+    def _add_hook(self, attr: str, fn, *, prepend: bool = False, **flags) -> HookRemoveHelper:
+        if not callable(fn):
+            raise TypeError(f"{type(self).__name__}: a hook must be callable; got {fn!r}")
+        hook = _Hook(next(_HOOK_IDS), fn, **flags)
+        hooks = getattr(self, attr)
+        setattr(self, attr, (hook, *hooks) if prepend else (*hooks, hook))
+        return HookRemoveHelper(self, attr, hook.hook_id)
+
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> HookRemoveHelper:
+        """Run `hook(layer, inputs)` before `forward` (Paddle's forward pre-hook).
+
+        `inputs` is the tuple of positional inputs; a non-None result replaces
+        them (a single value is wrapped in a tuple). With `with_kwargs=True`
+        the hook is `hook(layer, inputs, kwargs)` and returns None or
+        `(inputs, kwargs)`. Hooks run in registration order (`prepend=True`
+        puts this one first), eagerly and inside `pdx.jit` alike; a hook gets
+        the layer as its first argument and should not hold it otherwise
+        (a compiled step calls a copy).
+
+        Returns:
+          A `HookRemoveHelper`; `.remove()` unregisters the hook.
+
+        Example:
+          >>> import jax.numpy as jnp, pdx
+          >>> fc = pdx.nn.Linear(2, 2)
+          >>> handle = fc.register_forward_pre_hook(lambda layer, inputs: inputs[0] * 0)
+          >>> fc(jnp.ones((1, 2))).tolist() == [fc.bias[...].tolist()]
+          True
+          >>> handle.remove()
+        """
+        return self._add_hook(_FORWARD_PRE_HOOKS, hook, prepend=prepend, with_kwargs=bool(with_kwargs))
+
+    def register_forward_post_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                                   always_call: bool = False) -> HookRemoveHelper:
+        """Run `hook(layer, inputs, output)` after `forward`; a non-None result replaces the output.
+
+        With `with_kwargs=True` the hook is `hook(layer, inputs, kwargs, output)`;
+        `always_call=True` runs it even when forward raises.
+
+        Returns:
+          A `HookRemoveHelper`; `.remove()` unregisters the hook.
+
+        Example:
+          >>> import jax.numpy as jnp, pdx
+          >>> fc = pdx.nn.Linear(2, 2)
+          >>> handle = fc.register_forward_post_hook(lambda layer, inputs, out: out * 0)
+          >>> fc(jnp.ones((1, 2))).tolist()
+          [[0.0, 0.0]]
+          >>> handle.remove()
+        """
+        return self._add_hook(_FORWARD_POST_HOOKS, hook, prepend=prepend, with_kwargs=bool(with_kwargs),
+                              always_call=bool(always_call))
+
+    register_forward_hook = register_forward_post_hook
+
+    def register_state_dict_hook(self, hook) -> HookRemoveHelper:
+        """Run `hook(state_dict)` on what `state_dict()` returns; a non-None result replaces it.
+
+        Example:
+          >>> import pdx
+          >>> fc = pdx.nn.Linear(2, 2)
+          >>> _ = fc.register_state_dict_hook(lambda sd: {k.upper(): v for k, v in sd.items()})
+          >>> list(fc.state_dict())
+          ['WEIGHT', 'BIAS']
+        """
+        return self._add_hook(_STATE_DICT_HOOKS, hook)
+
+    def backward(self, *inputs):
+        """Paddle's `Layer.backward`: a Layer has none (raises ValueError, as Paddle does)."""
+        raise ValueError(_NO_BACKWARD)
 
     def forward(self, *inputs, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must implement forward(...)")
@@ -239,7 +403,8 @@ class Layer(nnx.Module):
         shape = tuple(int(s) for s in shape)
         if axis_names is not None and len(axis_names) != len(shape):
             raise ValueError(f"create_parameter: axis_names={axis_names} must name each of the {len(shape)} dims of shape={shape}")
-        initializer = attr.initializer or default_initializer
+        # Paddle's precedence: the ParamAttr's initializer, set_global_initializer's, the layer's default
+        initializer = attr.initializer or init_lib.global_initializer(is_bias) or default_initializer
         if initializer is None:
             initializer = init_lib.Constant(0.0) if is_bias else init_lib.XavierUniform()
         dtype = convert_dtype(dtype or self._dtype or default_float())
@@ -271,6 +436,98 @@ class Layer(nnx.Module):
             raise TypeError(f"add_sublayer({name!r}, ...) needs a Layer; got {type(sublayer).__name__}")
         setattr(self, name, sublayer)
         return sublayer
+
+    def add_module(self, name: str, module: "Layer | None") -> "Layer | None":
+        """PyTorch-style alias of `add_sublayer` (None registers nothing under `name`)."""
+        if module is None:
+            setattr(self, name, None)
+            return None
+        return self.add_sublayer(name, module)
+
+    register_module = add_module
+
+    def register_parameter(self, name: str, param: nnx.Param | None) -> None:
+        """PyTorch-style alias of `add_parameter` (None sets the attribute to None)."""
+        if param is None:
+            setattr(self, name, None)
+            return
+        self.add_parameter(name, param)
+
+    def create_variable(self, name: str | None = None, persistable: bool | None = None, dtype=None) -> jax.Array:
+        """Paddle's `create_variable`: a fresh 0-d tensor of `dtype` (zeros: XLA has
+        no uninitialized memory). Assign it to an attribute via `register_buffer`
+        to keep it on the layer.
+
+        Example:
+          >>> import pdx
+          >>> t = pdx.nn.Layer().create_variable(dtype="float32")
+          >>> t.shape, str(t.dtype)
+          ((), 'float32')
+        """
+        return jnp.zeros((), convert_dtype(dtype or self._dtype or default_float()))
+
+    create_tensor = create_variable
+
+    # -- lookup by dotted path ----------------------------------------------------
+    def get_sublayer(self, target: str) -> "Layer":
+        """The sublayer at the dotted path `target` (`''` is self), as in Paddle.
+
+        Example:
+          >>> import pdx
+          >>> net = pdx.nn.Sequential(pdx.nn.Linear(2, 2))
+          >>> type(net.get_sublayer("0")).__name__
+          'Linear'
+        """
+        if target == "":
+            return self
+        layer = self
+        for item in target.split("."):
+            if not hasattr(layer, item):
+                raise AttributeError(f"{type(layer).__name__} has no attribute `{item}` (get_sublayer({target!r}))")
+            layer = getattr(layer, item)
+            if not isinstance(layer, nnx.Module):
+                raise AttributeError(f"`{item}` is not an nn.Layer (get_sublayer({target!r}))")
+        return layer
+
+    get_submodule = get_sublayer
+
+    def set_sublayer(self, target: str, layer: "Layer", strict: bool = False) -> None:
+        """Replace the sublayer at the dotted path `target` with `layer`."""
+        if target == "":
+            raise ValueError("Cannot set the sublayer without a target name!")
+        if not isinstance(layer, nnx.Module):
+            raise ValueError(f"set_sublayer({target!r}, ...): `layer` is not an nn.Layer, found {type(layer)}")
+        *path, last = target.split(".")
+        parent = self.get_sublayer(".".join(path))
+        if strict and not hasattr(parent, last):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{last}`")
+        if hasattr(parent, last) and not isinstance(getattr(parent, last), nnx.Module):
+            raise AttributeError(f"`{last}` is not an nn.Layer")
+        setattr(parent, last, layer)
+
+    set_submodule = set_sublayer
+
+    def _get_variable(self, target: str, kind, what: str):
+        *path, last = target.split(".")
+        layer = self.get_sublayer(".".join(path))
+        if not hasattr(layer, last):
+            raise AttributeError(f"{type(layer).__name__} has no attribute `{last}` (get_{what}({target!r}))")
+        value = getattr(layer, last)
+        if not isinstance(value, kind):
+            raise AttributeError(f"`{last}` is not a {what} (get_{what}({target!r}))")
+        return value
+
+    def get_parameter(self, target: str) -> nnx.Param:
+        """The parameter at the dotted path `target` (`'fc.weight'`)."""
+        return self._get_variable(target, nnx.Param, "parameter")
+
+    def get_buffer(self, target: str) -> Buffer:
+        """The buffer at the dotted path `target` (`'bn._mean'`)."""
+        return self._get_variable(target, Buffer, "buffer")
+
+    def get_extra_state(self):
+        """Paddle's hook for extra state in state_dict; like Paddle's base, raises unless overridden."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
 
     # -- traversal -----------------------------------------------------------------
     def named_children(self) -> Iterator[tuple[str, "Layer"]]:
@@ -304,6 +561,27 @@ class Layer(nnx.Module):
 
     def sublayers(self, include_self: bool = False) -> list["Layer"]:
         return [layer for _, layer in self.named_sublayers(include_self=include_self)]
+
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """PyTorch-style: `named_sublayers(prefix, include_self=True)` (self first, as `('', self)`)."""
+        if not remove_duplicate:
+            yield from self._named_modules_all(prefix)
+            return
+        yield from self.named_sublayers(prefix=prefix, include_self=True, layers_set=memo)
+
+    def _named_modules_all(self, prefix: str):
+        yield prefix, self
+        for name, child in self.named_children():
+            full = f"{prefix}.{name}" if prefix else name
+            if isinstance(child, Layer):
+                yield from child._named_modules_all(full)
+            else:
+                yield full, child
+
+    def modules(self) -> Iterator["Layer"]:
+        """Self and every sublayer, depth first."""
+        for _, layer in self.named_modules():
+            yield layer
 
     def _named_variables(self, kind, include_sublayers: bool = True):
         seen: set[int] = set()
@@ -372,13 +650,59 @@ class Layer(nnx.Module):
         Returns:
           An OrderedDict name -> jax.Array (the current values).
         """
+        return self._state_dict(include_sublayers, structured_name_prefix, non_persistable=False, use_hook=True)
+
+    def _state_dict(self, include_sublayers: bool, prefix: str, *, non_persistable: bool, use_hook: bool, values: bool = True):
         out = collections.OrderedDict()
         kinds = (nnx.Param, Buffer)
         for name, var in self._named_variables(kinds, include_sublayers):
-            if isinstance(var, Buffer) and not var.get_metadata().get("persistable", True):
+            if not non_persistable and isinstance(var, Buffer) and not var.get_metadata().get("persistable", True):
                 continue
-            out[structured_name_prefix + name] = var.get_value()
+            out[prefix + name] = var.get_value() if values else var
+        if use_hook:
+            # sublayers' hooks first, then this layer's (the order Paddle's recursive build runs them in)
+            layers = [l for l in self.sublayers(include_self=False) if isinstance(l, Layer)] if include_sublayers else []
+            for layer in [*reversed(layers), self]:
+                for hook in layer._state_dict_hooks:
+                    result = hook.fn(out)
+                    if result is not None:
+                        out = result
         return out
+
+    def to_static_state_dict(self, destination=None, include_sublayers: bool = True, structured_name_prefix: str = "",
+                             use_hook: bool = True, keep_vars: bool = True) -> dict:
+        """`state_dict` with the non-persistable buffers too (Paddle's `to_static_state_dict`).
+
+        `keep_vars=True` (Paddle's default) gives the Variables themselves, else their arrays.
+        """
+        out = self._state_dict(include_sublayers, structured_name_prefix, non_persistable=True, use_hook=use_hook,
+                               values=not keep_vars)
+        if destination is not None:
+            destination.update(out)
+            return destination
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """PyTorch-style `set_state_dict`: with `strict=True` a missing or unexpected key
+        raises (after the matching ones are loaded, as in Paddle); returns
+        `(missing_keys, unexpected_keys)`."""
+        missing, unexpected = self.set_state_dict(state_dict)
+        if strict and (missing or unexpected):
+            msgs = []
+            if missing:
+                msgs.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+            if unexpected:
+                msgs.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(type(self).__name__, "\n\t".join(msgs)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    def sharded_state_dict(self, structured_name_prefix: str = ""):
+        """Not available: raises, naming pdx.checkpoint (see the message)."""
+        raise NotImplementedError(_SHARDED_STATE_DICT.format(method="sharded_state_dict"))
+
+    def full(self, aoa_config=None, **kwargs):
+        """Not available: raises, naming pdx.checkpoint and `state_dict()` (see the message)."""
+        raise NotImplementedError(_SHARDED_STATE_DICT.format(method="full"))
 
     def set_state_dict(self, state_dict, use_structured_name: bool = True):
         """Load values by name; shapes must match, dtypes are cast to the layer's.
@@ -431,6 +755,74 @@ class Layer(nnx.Module):
     def astype(self, dtype) -> "Layer":
         return self.to(dtype=dtype)
 
+    def _cast(self, dtype, *, floating_only: bool, excluded_layers=()) -> "Layer":
+        dt = convert_dtype(dtype)
+        excluded = tuple(excluded_layers)
+        for layer in self.sublayers(include_self=True):
+            if not isinstance(layer, Layer) or type(layer) in excluded:
+                continue
+            for _, var in layer._named_variables((nnx.Param, Buffer), include_sublayers=False):
+                value = var.get_value()
+                if not floating_only or jnp.issubdtype(value.dtype, jnp.floating):
+                    var.set_value(value.astype(dt))
+            if jnp.issubdtype(dt, jnp.floating):
+                layer._dtype = dt
+        return self
+
+    def _low_precision(self, dtype, excluded_layers) -> "Layer":
+        from pdx.nn import BatchNorm
+
+        if excluded_layers is None:
+            excluded_layers = [BatchNorm]
+        elif isinstance(excluded_layers, type):
+            excluded_layers = [excluded_layers]
+        elif not isinstance(excluded_layers, (list, tuple)):
+            raise TypeError(f"excluded_layers should be type nn.Layer or list, but got {type(excluded_layers).__name__}.")
+        return self._cast(dtype, floating_only=True, excluded_layers=excluded_layers)
+
+    def float16(self, excluded_layers=None) -> "Layer":
+        """Cast floating parameters and buffers to float16, except layers whose type is in
+        `excluded_layers` (default: `nn.BatchNorm`, as in Paddle)."""
+        return self._low_precision("float16", excluded_layers)
+
+    def bfloat16(self, excluded_layers=None) -> "Layer":
+        """Cast floating parameters and buffers to bfloat16 (`excluded_layers` as in `float16`)."""
+        return self._low_precision("bfloat16", excluded_layers)
+
+    def half(self) -> "Layer":
+        """`float16()` with no exclusions."""
+        return self._cast("float16", floating_only=True)
+
+    def double(self) -> "Layer":
+        """Cast floating parameters and buffers to float64 (float32 unless `jax_enable_x64`)."""
+        return self._cast("float64", floating_only=True)
+
+    def type(self, dst_type) -> "Layer":
+        """Cast every parameter and buffer, integer ones included, to `dst_type`."""
+        try:
+            convert_dtype(dst_type)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"Layer.type: dst_type={dst_type!r} is not a dtype; use e.g. 'float16', 'float32', 'int32'") from e
+        return self._cast(dst_type, floating_only=False)
+
+    def cpu(self) -> "Layer":
+        """Returns self: device placement is JAX's (`jax.device_put`, pdx.parallel shardings)."""
+        return self
+
+    def cuda(self, device=None) -> "Layer":
+        """Returns self: device placement is JAX's (`jax.device_put`, pdx.parallel shardings)."""
+        return self
+
+    def xpu(self, device=None) -> "Layer":
+        """Returns self: device placement is JAX's (`jax.device_put`, pdx.parallel shardings)."""
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Layer":
+        """Set every parameter's `stop_gradient` to `not requires_grad` (freeze / unfreeze)."""
+        for p in self.parameters():
+            p.stop_gradient = not requires_grad
+        return self
+
     def float(self) -> "Layer":
         return self.to(dtype="float32")
 
@@ -440,6 +832,9 @@ class Layer(nnx.Module):
     def clear_gradients(self, set_to_zero: bool = True) -> None:
         """No-op kept for ported Paddle loops: pdx never stores gradients on
         parameters (they are returned by `pdx.grad`)."""
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """No-op kept for ported loops, as `clear_gradients`."""
 
     # -- repr ------------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -25,10 +25,13 @@ from pdx.nn.initializer._initializers import (
     XavierUniform,
     calculate_gain,
 )
+from pdx.nn.initializer._structured import Bilinear, Dirac, global_initializer, set_global_initializer
 
 __all__ = [
     "Assign",
+    "Bilinear",
     "Constant",
+    "Dirac",
     "Initializer",
     "KaimingNormal",
     "KaimingUniform",
@@ -39,4 +42,6 @@ __all__ = [
     "XavierNormal",
     "XavierUniform",
     "calculate_gain",
+    "global_initializer",
+    "set_global_initializer",
 ]
