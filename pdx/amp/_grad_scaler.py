@@ -40,6 +40,26 @@ def _positive(name: str, value, *, integer: bool = False):
     return value
 
 
+class _EagerState(NamedTuple):
+    """Paddle's eager form: the scaler's own state and what the last step found."""
+
+    state: LossScaleState
+    found_inf: bool | None  # None: no step since the last update
+
+
+_NEEDS_GRADS = (
+    "GradScaler: {call} finds the gradients on a tape in Paddle; pdx has none. Take the "
+    "gradients of the scaled loss and pass them: `loss, grads = pdx.value_and_grad(lambda m, x: "
+    "scaler.scale(loss_fn(m, x)))(model, x)`, then `scaler.step(optimizer, grads)` and "
+    "`scaler.update()` (or `scaler.minimize(optimizer, grads)`)."
+)
+
+
+def _is_loss(value) -> bool:
+    """Paddle passes the scaled loss (shape [] or [1]) where pdx takes the gradients."""
+    return isinstance(value, jax.Array) and value.shape in ((), (1,))
+
+
 @dataclasses.dataclass(frozen=True, init=False)
 class GradScaler:
     """Dynamic loss scaling (Paddle's `paddle.amp.GradScaler`), pure-functional.
@@ -54,8 +74,21 @@ class GradScaler:
       use_dynamic_loss_scaling: False keeps the scale fixed (steps with
         non-finite gradients are still skipped).
 
-    Difference from Paddle: there is no `scaler.scale(loss).backward()` /
-    `scaler.step(opt)` on hidden state. The state is explicit:
+    Two forms. Paddle's eager form keeps the state in the scaler, and takes
+    the gradients as an argument (pdx has no tape, so `scaled.backward()` /
+    `scaler.step(opt)` alone cannot find them):
+
+      >>> import pdx, jax.numpy as jnp
+      >>> net = pdx.nn.Linear(2, 1)
+      >>> opt = pdx.optimizer.SGD(0.1, parameters=net.parameters())
+      >>> scaler = pdx.amp.GradScaler(init_loss_scaling=1024.0)
+      >>> loss, grads = pdx.value_and_grad(lambda m, x: scaler.scale(m(x).mean()))(net, jnp.ones((4, 2)))
+      >>> scaler.step(opt, grads)  # unscales, skips the step if a gradient is inf/nan
+      >>> scaler.update()          # or scaler.minimize(opt, grads) for both
+      >>> float(scaler.get_loss_scaling())
+      1024.0
+
+    The pure form passes the state explicitly (what compiled train steps use):
 
     Example:
       >>> import jax.numpy as jnp, pdx
@@ -101,18 +134,79 @@ class GradScaler:
         scale = self.init_loss_scaling if self.enable else 1.0
         return LossScaleState(jnp.asarray(scale, jnp.float32), jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
 
-    def scale(self, loss, state: LossScaleState):
-        """loss * scale (in float32), the value to differentiate."""
+    def scale(self, loss, state: LossScaleState | None = None):
+        """loss * scale (in float32), the value to differentiate; without `state`, the
+        scaler's own (Paddle's `scaler.scale(loss)`)."""
         if not self.enable:
             return loss
+        state = self._state() if state is None else state
         return loss.astype(jnp.float32) * state.scale
 
-    def unscale(self, grads, state: LossScaleState):
-        """grads / scale, in float32."""
+    def unscale(self, grads, state: LossScaleState | None = None):
+        """grads / scale, in float32; without `state`, the scaler's own."""
         if not self.enable:
             return grads
+        state = self._state() if state is None else state
         inv = 1.0 / state.scale
         return jax.tree.map(lambda g: g.astype(jnp.float32) * inv, grads)
+
+    # -- Paddle's eager form: the state lives in the scaler -----------------------------------
+    def _state(self) -> LossScaleState:
+        eager = self.__dict__.get("_eager")
+        if eager is None:
+            eager = _EagerState(self.init(), None)
+            object.__setattr__(self, "_eager", eager)
+        return eager.state
+
+    def _set(self, state: LossScaleState, found_inf) -> None:
+        object.__setattr__(self, "_eager", _EagerState(state, found_inf))
+
+    def step(self, optimizer, grads=None) -> None:
+        """Paddle's `scaler.step(optimizer)`: unscale `grads` (the gradients of the scaled
+        loss) and call `optimizer.step(unscaled)` unless one of them is inf/nan. Eager only."""
+        if grads is None or _is_loss(grads):
+            raise TypeError(_NEEDS_GRADS.format(call="scaler.step(optimizer)"))
+        unscaled = self.unscale(grads)
+        finite = self.all_finite(unscaled)
+        if isinstance(finite, jax.core.Tracer):
+            raise TypeError("GradScaler.step: under a trace use the pure form: `grads = "
+                            "scaler.unscale(grads, state)`, `state = scaler.update(state, "
+                            "scaler.all_finite(grads))` (pdx.TrainState does this for you)")
+        found_inf = not bool(finite)
+        if not found_inf or not self.enable:
+            optimizer.step(unscaled)
+        self._set(self._state(), found_inf)
+
+    def minimize(self, optimizer, grads=None) -> None:
+        """Paddle's `scaler.minimize(optimizer, scaled_loss)` as `scaler.minimize(optimizer,
+        grads)`: `step(optimizer, grads)` then `update()`."""
+        if grads is None or _is_loss(grads):
+            raise TypeError(_NEEDS_GRADS.format(call="scaler.minimize(optimizer, scaled_loss)"))
+        self.step(optimizer, grads)
+        self.update()
+
+    def get_loss_scaling(self) -> jax.Array:
+        """The scaler's current scale (Paddle's `scaler._scale`)."""
+        return self._state().scale
+
+    def get_init_loss_scaling(self) -> float:
+        """Paddle's name: the starting scale."""
+        return self.init_loss_scaling
+
+    def state_dict(self) -> dict:
+        """The eager state with Paddle's keys (`scale`, `incr_count`, `decr_count`, ...)."""
+        st = self._state()
+        return {"scale": st.scale, "incr_ratio": self.incr_ratio, "decr_ratio": self.decr_ratio,
+                "incr_every_n_steps": self.incr_every_n_steps,
+                "decr_every_n_nan_or_inf": self.decr_every_n_nan_or_inf,
+                "incr_count": int(st.good_steps), "decr_count": int(st.bad_steps),
+                "use_dynamic_loss_scaling": self.use_dynamic_loss_scaling}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the eager state from `state_dict()` (the configuration stays as constructed)."""
+        scale = jnp.asarray(state_dict["scale"], jnp.float32).reshape(())
+        self._set(LossScaleState(scale, jnp.asarray(state_dict.get("incr_count", 0), jnp.int32),
+                                 jnp.asarray(state_dict.get("decr_count", 0), jnp.int32)), None)
 
     @staticmethod
     def all_finite(tree) -> jax.Array:
@@ -120,8 +214,21 @@ class GradScaler:
         leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
         return jnp.all(jnp.stack(leaves)) if leaves else jnp.asarray(True)
 
-    def update(self, state: LossScaleState, finite) -> LossScaleState:
-        """The next state after a step whose unscaled gradients were `finite`."""
+    def update(self, state: LossScaleState | None = None, finite=None) -> LossScaleState | None:
+        """The next state after a step whose unscaled gradients were `finite`.
+
+        `scaler.update()` without arguments is Paddle's: it moves the scaler's own state on
+        from the last `step` (returns None)."""
+        if state is None and finite is None:
+            eager = self.__dict__.get("_eager")
+            if eager is None or eager.found_inf is None:
+                raise RuntimeError("GradScaler.update(): call scaler.step(optimizer, grads) first; "
+                                   "update() moves the scale on from that step's gradients")
+            self._set(self.update(eager.state, not eager.found_inf), None)
+            return None
+        if state is None or finite is None:
+            raise TypeError("GradScaler.update: pass both `state` and `finite` (the pure form), or "
+                            "neither (Paddle's form, after scaler.step(optimizer, grads))")
         if not self.enable or not self.use_dynamic_loss_scaling:
             return state
         finite = jnp.asarray(finite)
