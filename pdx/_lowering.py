@@ -5,7 +5,7 @@
   Program rewrites that work on convolutions, such as folding an eval-mode
   BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
   `convolutions_kept()` to see them as convolutions.
-- Native CPU kernels (oneDNN convolutions and matmuls, pdx/kernels/_onednn.py)
+- Native CPU kernels (oneDNN convolutions and matmuls, pdx/kernels/onednn/)
   are XLA custom calls that only a process with pdx's kernels can run; exports
   trace their portable program under `portable()`, where `native_kernels()`
   is False and every op lowers to plain StableHLO, and their CPU program under

@@ -7,6 +7,7 @@
     pdx export ...         export a model to a StableHLO artifact (XLA, IREE targets)
     pdx serve ...          serve an exported artifact over HTTP
     pdx launch ...         start a multi-process job on jax.distributed
+    pdx kernels ...        build the oneDNN CPU kernels ahead of time, show their state
     pdx coverage ...       Paddle API coverage: each paddle name implemented / alias / different / missing
 
 Each subcommand lives in the subpackage it belongs to, as a module with
@@ -36,6 +37,7 @@ _COMMANDS = {
     "serve": ("pdx.export._serve_cli", "serve an exported artifact over HTTP"),
     "launch": ("pdx.parallel._launch", "start N processes of a script on jax.distributed"),
     "text": ("pdx.text._cli", "train a BPE tokenizer, tokenize a corpus into a memory-mapped token file"),
+    "kernels": ("pdx.kernels._cli", "build the oneDNN CPU kernels ahead of time; show their state"),
     "coverage": ("pdx._coverage", "which names of the installed paddle's API pdx has (implemented/alias/different/missing)"),
 }
 

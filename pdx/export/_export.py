@@ -178,10 +178,10 @@ def _onednn_program(traced, specs, precision: str = "float32"):
 
     It takes `(params, weights_token, *inputs)`: convolutions whose weight comes
     from the parameters keep its oneDNN layout between calls with the same int32
-    token (`pdx.kernels.kept_conv`; a loaded artifact passes its own, 0
+    token (`pdx.kernels.onednn.kept_conv`; a loaded artifact passes its own, 0
     keeps nothing).
     """
-    if K.onednn_unavailable_reason() is not None:
+    if K.onednn.unavailable_reason() is not None:
         return None
 
     def program(params, weights_token, *inputs):
@@ -189,11 +189,11 @@ def _onednn_program(traced, specs, precision: str = "float32"):
                                weights_token=weights_token)(params, *inputs)
 
     params, *inputs = _arguments(traced, specs)
-    allowed = [jax_export.DisabledSafetyCheck.custom_call(t) for t in K.ONEDNN_TARGETS]
+    allowed = [jax_export.DisabledSafetyCheck.custom_call(t) for t in K.onednn.TARGETS]
     with _lowering.native():
         native = jax_export.export(jax.jit(program), platforms=("cpu",), disabled_checks=allowed)(
             params, jax.ShapeDtypeStruct((), np.int32), *inputs)
-    return native if any(t in native.mlir_module() for t in K.ONEDNN_TARGETS) else None
+    return native if any(t in native.mlir_module() for t in K.onednn.TARGETS) else None
 
 
 def _onednn_error(native, portable, params, traced, specs) -> float:
@@ -311,7 +311,7 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
                          "(it becomes part of the serving URL)")
     if onednn_precision not in ONEDNN_PRECISIONS:
         raise ValueError(f"export: onednn_precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
-    if onednn and onednn_precision == "bfloat16" and not K.onednn_bf16_capable():
+    if onednn and onednn_precision == "bfloat16" and not K.onednn.bf16_capable():
         raise ValueError("export: onednn_precision='bfloat16' needs a CPU whose oneDNN runs bfloat16 (AVX-512 or "
                          "newer); this one has none, so the program could be neither built nor checked here. "
                          "Export with onednn_precision='float32' (the default), or on an AVX-512 machine")
@@ -336,7 +336,7 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
     native = _onednn_program(traced, specs, onednn_precision) if onednn and "cpu" in platforms else None
     if native is not None:
         files[_artifact.ONEDNN_PROGRAM] = bytes(native.serialize())
-        manifest_targets["xla"].update(onednn_file=_artifact.ONEDNN_PROGRAM, onednn_abi=K.ONEDNN_ABI,
+        manifest_targets["xla"].update(onednn_file=_artifact.ONEDNN_PROGRAM, onednn_abi=K.onednn.ABI,
                                        onednn_precision=onednn_precision)
         if onednn_precision != "float32":
             manifest_targets["xla"]["onednn_max_error"] = _onednn_error(native, exported, params, traced, specs)

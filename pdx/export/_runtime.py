@@ -118,11 +118,11 @@ class Predictor:
             # The CPU program on pdx's oneDNN kernels where they run here (and it calls them as
             # this pdx does), else the portable one.
             native = artifact.targets["xla"].get("onednn_file")
-            usable = native and artifact.targets["xla"].get("onednn_abi") == K.ONEDNN_ABI
+            usable = native and artifact.targets["xla"].get("onednn_abi") == K.onednn.ABI
             # a bfloat16 oneDNN program needs a CPU with AVX-512; elsewhere the portable one runs
             usable = usable and (artifact.targets["xla"].get("onednn_precision", "float32") == "float32"
-                                 or K.onednn_bf16_capable())
-            self.program = "onednn" if usable and K.onednn_unavailable_reason() is None else "portable"
+                                 or K.onednn.bf16_capable())
+            self.program = "onednn" if usable and K.onednn.unavailable_reason() is None else "portable"
             exported = artifact.exported(native if self.program == "onednn" else _artifact.PROGRAM)
             params = tuple(jax.device_put(p) for p in artifact.params)
             call = jax.jit(exported.call)
@@ -130,8 +130,8 @@ class Predictor:
             if self.program == "onednn":
                 # Its convolutions keep their weights' oneDNN layout under this predictor's
                 # token (the parameters never change), freed with the predictor.
-                token = K.new_weights_token()
-                weakref.finalize(self, K.forget_weights, int(token))
+                token = K.onednn.new_weights_token()
+                weakref.finalize(self, K.onednn.forget_weights, int(token))
                 fixed = (params, jax.device_put(token))
             self._run = lambda arrays: [np.asarray(o) for o in jax.tree.leaves(call(*fixed, *arrays))]
             return

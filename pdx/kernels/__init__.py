@@ -1,7 +1,8 @@
 """pdx.kernels: Pallas and oneDNN kernels for the hot ops, their pure-JAX references, and the dispatch.
 
 Each op has a Pallas kernel (GPU, Triton lowering; interpret mode elsewhere)
-or a oneDNN one (CPU convolutions, an XLA custom call) and a `*_reference` in
+or a oneDNN one (the optional CPU backend `pdx.kernels.onednn`, XLA custom
+calls into a library built outside tracing) and a `*_reference` in
 pure JAX that defines its semantics. `impl="auto"`
 picks the kernel on a GPU when the shapes fit it and the reference elsewhere;
 `set_impl` / `use_impl` override the choice globally. Each op is an `Op`, an
@@ -31,24 +32,13 @@ from pdx.kernels._flash_attention import FLASH_ATTENTION
 from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
-from pdx.kernels._onednn import ABI as ONEDNN_ABI
-from pdx.kernels._onednn import bf16_capable as onednn_bf16_capable
-from pdx.kernels._onednn import CONV2D_NHWC
-from pdx.kernels._onednn import FORWARD as ONEDNN_FORWARD
-from pdx.kernels._onednn import MATMUL
-from pdx.kernels._onednn import MATMUL_PRIMITIVE as ONEDNN_MATMUL
-from pdx.kernels._onednn import TARGETS as ONEDNN_TARGETS
-from pdx.kernels._onednn import conv2d_nhwc
-from pdx.kernels._onednn import conv2d_nhwc_reference
-from pdx.kernels._onednn import matmul
-from pdx.kernels._onednn import matmul_reference
-from pdx.kernels._onednn import unavailable_reason as onednn_unavailable_reason
-from pdx.kernels._onednn_inference import forget_weights
-from pdx.kernels._onednn_inference import kept_conv
-from pdx.kernels._onednn_inference import kept_matmul
-from pdx.kernels._onednn_inference import max_pool_nhwc
-from pdx.kernels._onednn_inference import max_pool_nhwc_reference
-from pdx.kernels._onednn_inference import new_weights_token
+from pdx.kernels import onednn
+from pdx.kernels.onednn import CONV2D_NHWC
+from pdx.kernels.onednn import MATMUL
+from pdx.kernels.onednn import conv2d_nhwc
+from pdx.kernels.onednn import conv2d_nhwc_reference
+from pdx.kernels.onednn import matmul
+from pdx.kernels.onednn import matmul_reference
 from pdx.kernels._norms import NORM_MAX_FEATURES
 from pdx.kernels._norms import RMS_NORM
 from pdx.kernels._norms import NormBlockSizes
@@ -57,6 +47,8 @@ from pdx.kernels._norms import layer_norm_reference
 from pdx.kernels._norms import rms_norm
 from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
+
+onednn.prepare()  # the CPU backend's library is built here, never inside a trace (onednn/_build.py)
 
 # Every op's registry, by name.
 OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
@@ -68,10 +60,6 @@ __all__ = [
     "AUTO_ORDER",
     "IMPLS",
     "NORM_MAX_FEATURES",
-    "ONEDNN_ABI",
-    "ONEDNN_FORWARD",
-    "ONEDNN_MATMUL",
-    "ONEDNN_TARGETS",
     "OPS",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",
@@ -83,17 +71,10 @@ __all__ = [
     "flash_attention",
     "flash_attention_reference",
     "flash_attention_unfit",
-    "forget_weights",
     "get_impl",
-    "kept_conv",
-    "kept_matmul",
-    "max_pool_nhwc",
-    "max_pool_nhwc_reference",
     "matmul",
     "matmul_reference",
-    "new_weights_token",
-    "onednn_bf16_capable",
-    "onednn_unavailable_reason",
+    "onednn",
     "layer_norm",
     "layer_norm_reference",
     "linear_softmax_cross_entropy",

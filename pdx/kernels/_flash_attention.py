@@ -29,7 +29,7 @@ from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
-from pdx.kernels import _onednn_attention
+from pdx.kernels.onednn import _attention as _onednn_attention
 
 __all__ = ["AttentionBlockSizes", "flash_attention", "flash_attention_reference", "flash_attention_unfit"]
 

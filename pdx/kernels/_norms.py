@@ -25,7 +25,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
-from pdx.kernels import _onednn_norm
+from pdx.kernels.onednn import _norm as _onednn_norm
 
 __all__ = ["NORM_MAX_FEATURES", "NormBlockSizes", "layer_norm", "layer_norm_reference", "rms_norm",
            "rms_norm_reference", "rms_norm_with_rstd"]

@@ -1,4 +1,4 @@
-"""oneDNN convolutions and matmuls (pdx/kernels/_onednn.py) against lax's, in every differentiation mode.
+"""oneDNN convolutions and matmuls (pdx/kernels/onednn/_conv_matmul.py) against lax's, in every differentiation mode.
 
 The handlers are compiled on first use; this machine kind (x86-64 Linux with
 g++ and the oneDNN wheels that `pip install` brings) must build them.
@@ -50,15 +50,50 @@ def _module(path) -> str:
 
 
 def test_onednn_builds_from_scratch_on_this_machine(tmp_path):
-    # A fresh cache: the handlers are compiled and the private oneDNN copy written here.
-    code = "from pdx import kernels as K; print(K.onednn_unavailable_reason())"
+    # A fresh cache: importing pdx.kernels compiles the handlers and writes the private oneDNN copy, before
+    # anything is traced; the first trace only loads them.
+    code = ("import pathlib, sys; from pdx import kernels as K; "
+            "print(sorted(p.name for p in pathlib.Path(sys.argv[1], 'onednn').glob('*/*'))); "
+            "print(K.onednn.unavailable_reason())")
     env = {**os.environ, "PDX_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "None"
-    built = sorted(p.name for p in (tmp_path / "onednn").glob("*/*"))
-    assert built == ["libpdxdnn.so", "pdx_onednn.so"], built
-    assert K.onednn_unavailable_reason() is None
+    assert done.stdout.strip().splitlines()[-2:] == ["['libpdxdnn.so', 'pdx_onednn.so']", "None"]
+    notices = [line for line in done.stderr.splitlines() if "oneDNN" in line]
+    assert len(notices) == 1 and "building the oneDNN CPU kernels once" in notices[0], done.stderr[-3000:]
+    assert K.onednn.unavailable_reason() is None
+
+
+def test_without_a_compiler_one_warning_says_why_and_a_resnet_trains_on_xla(tmp_path):
+    # A fresh machine without g++: an empty cache and no compiler on PATH.
+    code = textwrap.dedent("""
+        import json, warnings
+        import jax, jax.numpy as jnp
+        import pdx
+        from pdx.vision.models import resnet18
+        net = resnet18(num_classes=4)
+        opt = pdx.optimizer.Momentum(0.01, parameters=net.parameters())
+        x, y = jnp.ones((2, 3, 32, 32)), jnp.array([1, 3])
+        step = pdx.value_and_grad(lambda net, x, y: pdx.nn.functional.cross_entropy(net(x), y))
+        losses = []
+        for _ in range(2):
+            loss, grads = step(net, x, y)
+            opt.step(grads)
+            losses.append(float(loss))
+        print(json.dumps({"reason": pdx.kernels.onednn.unavailable_reason(), "losses": losses}))
+    """)
+    env = {**os.environ, "PDX_CACHE_DIR": str(tmp_path), "PATH": str(tmp_path), "XLA_FLAGS": ""}
+    env.pop("CXX", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["reason"] == "no C++ compiler found (set CXX or install g++)"
+    assert all(np.isfinite(result["losses"])) and result["losses"][1] < result["losses"][0]
+    warned = [line for line in done.stderr.splitlines() if "oneDNN" in line]
+    assert len(warned) == 1, done.stderr[-3000:]
+    assert "oneDNN CPU kernels are off (no C++ compiler found" in warned[0] and "pdx kernels build" in warned[0]
 
 
 def test_onednn_convolution_matches_lax_in_every_mode(rng):
@@ -104,12 +139,12 @@ def test_onednn_matmul_matches_jnp_for_every_transpose(rng):
                 _close(jax.vmap(lambda a: ours(a, b))(jnp.stack([a, 2 * a])),
                        jax.vmap(lambda a: ref(a, b))(jnp.stack([a, 2 * a])), "vmap " + what)
     ab, bb = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
-    if not K.onednn_bf16_capable():  # AVX2 only: oneDNN has no bfloat16 matmul; "auto" runs XLA's
+    if not K.onednn.bf16_capable():  # AVX2 only: oneDNN has no bfloat16 matmul; "auto" runs XLA's
         with pytest.raises(ValueError, match=r"bfloat16 on AVX-512 CPUs.*impl='xla'"):
             K.matmul(ab, bb, transpose_a=ta, transpose_b=tb, impl="onednn")
         assert "pdx_onednn_matmul" not in jax.jit(lambda a, b: K.matmul(a, b, transpose_a=ta, transpose_b=tb)).lower(
             ab, bb).as_text()
-    bf = K.matmul(ab, bb, transpose_a=ta, transpose_b=tb, impl="onednn" if K.onednn_bf16_capable() else "auto")
+    bf = K.matmul(ab, bb, transpose_a=ta, transpose_b=tb, impl="onednn" if K.onednn.bf16_capable() else "auto")
     assert bf.dtype == jnp.bfloat16
     np.testing.assert_allclose(bf.astype(jnp.float32), (a.T if ta else a) @ (b.T if tb else b), rtol=3e-2, atol=0.3)
 
@@ -117,7 +152,7 @@ def test_onednn_matmul_matches_jnp_for_every_transpose(rng):
 def test_onednn_bfloat16_within_its_rounding(rng):
     x, w, geo = _operands(GEOMETRIES[0], rng, jnp.bfloat16)
     ref = K.conv2d_nhwc_reference(x.astype(jnp.float32), w.astype(jnp.float32), **geo)
-    impl = "onednn" if K.onednn_bf16_capable() else "auto"
+    impl = "onednn" if K.onednn.bf16_capable() else "auto"
     if impl == "auto":  # AVX2 only: the named implementation declines, "auto" runs XLA's
         with pytest.raises(ValueError, match=r"bfloat16 on AVX-512 CPUs"):
             K.conv2d_nhwc(x, w, **geo, impl="onednn")
@@ -139,9 +174,9 @@ def test_onednn_declines_what_it_does_not_take():
     assert K.conv2d_nhwc(x, w, **geo).dtype == jnp.float16  # "auto" runs XLA's
     pool = {"kernel": (2, 2), "strides": (2, 2), "padding": ((0, 0), (0, 0))}
     with pytest.raises(K.Unsupported, match=r"oneDNN max pooling takes float32.*float16"):
-        K.max_pool_nhwc(jnp.ones((1, 4, 4, 2), jnp.float16), **pool)
+        K.onednn.max_pool_nhwc(jnp.ones((1, 4, 4, 2), jnp.float16), **pool)
     with pytest.raises(K.Unsupported, match=r"padding smaller than the window.*padding \(\(2, 2\)"):
-        K.max_pool_nhwc(jnp.ones((1, 4, 4, 2)), **dict(pool, padding=((2, 2), (0, 0))))
+        K.onednn.max_pool_nhwc(jnp.ones((1, 4, 4, 2)), **dict(pool, padding=((2, 2), (0, 0))))
 
 
 _SINGLE_DEVICE = textwrap.dedent("""
@@ -204,7 +239,7 @@ def test_a_single_device_trains_on_onednn_like_on_xla_and_still_exports(tmp_path
 
 def test_pdx_onednn_0_turns_it_off(tmp_path):
     code = ("import pdx, jax.numpy as jnp, pdx.nn.functional as F; "
-            "print(pdx.kernels.onednn_unavailable_reason()); "
+            "print(pdx.kernels.onednn.unavailable_reason()); "
             "print(F.conv2d(jnp.ones((1, 2, 5, 5)), jnp.ones((3, 2, 3, 3))).shape)")
     env = {**os.environ, "XLA_FLAGS": "", "PDX_ONEDNN": "0"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
@@ -221,7 +256,7 @@ _WITH_PADDLE = textwrap.dedent("""
     def ours(x, w):
         import jax.numpy as jnp
         from pdx import kernels as K
-        assert K.onednn_unavailable_reason() is None, K.onednn_unavailable_reason()
+        assert K.onednn.unavailable_reason() is None, K.onednn.unavailable_reason()
         out = K.conv2d_nhwc(jnp.asarray(x.transpose(0, 2, 3, 1)), jnp.asarray(w), strides=(1, 1),
                             padding=((1, 1), (1, 1)), dilation=(1, 1), impl="onednn")
         return np.asarray(out).transpose(0, 3, 1, 2)
@@ -335,8 +370,8 @@ def test_kept_weights_are_per_token_and_site_and_freed(rng):
     g = GEOMETRIES[0]
     x, w, geometry = _operands(g, rng)
     w2 = w * -2.0
-    run = jax.jit(lambda x, w, t, site: K.kept_conv(x, w, t, site=1, **geometry), static_argnums=3)
-    a, b = K.new_weights_token(), K.new_weights_token()
+    run = jax.jit(lambda x, w, t, site: K.onednn.kept_conv(x, w, t, site=1, **geometry), static_argnums=3)
+    a, b = K.onednn.new_weights_token(), K.onednn.new_weights_token()
     assert a != b
     want, want2 = K.conv2d_nhwc_reference(x, w, **geometry), K.conv2d_nhwc_reference(x, w2, **geometry)
     _close(run(x, w, a, 1), want, "first call")
@@ -344,10 +379,10 @@ def test_kept_weights_are_per_token_and_site_and_freed(rng):
     _close(run(x, w2, 0, 1), want2, "token 0 keeps nothing")
     _close(run(x, w, 0, 1), want, "token 0 keeps nothing, again")
     _close(run(x, w, a, 1), want, "the kept weights")
-    K.forget_weights(a)
+    K.onednn.forget_weights(a)
     _close(run(x, w2, a, 1), want2, "after forget_weights the token takes new weights")
-    K.forget_weights(a)
-    K.forget_weights(b)
+    K.onednn.forget_weights(a)
+    K.onednn.forget_weights(b)
 
 
 def test_an_artifact_reorders_a_weight_computed_from_its_input_every_call(tmp_path, rng):
@@ -394,8 +429,8 @@ _SPLIT_CALLS = textwrap.dedent("""
         shift = jnp.asarray(rng.standard_normal(o), jnp.float32)
         res = jnp.asarray(rng.standard_normal(ref.shape), jnp.float32)
         fused = jnp.maximum(K.conv2d_nhwc_reference(x, wt * scale[:, None, None, None], **g) + shift + res, 0)
-        token = K.new_weights_token()
-        kept = jax.jit(lambda x, wt, t: K.kept_conv(x, wt, t, site=1, scale=scale, shift=shift, residual=res,
+        token = K.onednn.new_weights_token()
+        kept = jax.jit(lambda x, wt, t: K.onednn.kept_conv(x, wt, t, site=1, scale=scale, shift=shift, residual=res,
                                                           relu=True, **g))
         grad = jax.jit(jax.grad(lambda x, wt: (K.conv2d_nhwc(x, wt, impl="onednn", **g) ** 2).sum(), (0, 1)))
         def err(a, b):
@@ -409,20 +444,20 @@ _SPLIT_CALLS = textwrap.dedent("""
     # max pools (images split over the threads), float32 and bfloat16: exact
     for n, h, w, c, k, s, pad in [(1, 12, 11, 16, (3, 3), (2, 2), ((1, 1), (1, 1))),
                                   (3, 9, 7, 5, (2, 3), (1, 2), ((1, 0), (0, 2)))]:
-        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn_bf16_capable() else ()):
+        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn.bf16_capable() else ()):
             x = jnp.asarray(rng.standard_normal((n, h, w, c)), dtype)
-            pool = jax.jit(lambda x: K.max_pool_nhwc(x, kernel=k, strides=s, padding=pad))(x)
-            ref = K.max_pool_nhwc_reference(x, kernel=k, strides=s, padding=pad)
+            pool = jax.jit(lambda x: K.onednn.max_pool_nhwc(x, kernel=k, strides=s, padding=pad))(x)
+            ref = K.onednn.max_pool_nhwc_reference(x, kernel=k, strides=s, padding=pad)
             assert pool.shape == ref.shape and pool.dtype == ref.dtype
             worst[f"pool {n}x{h}x{w}x{c} {jnp.dtype(dtype).name}"] = float(jnp.abs(pool - ref).max())
     # kept matmuls (columns split over the threads; kept twice under a token, then token 0)
     for m, k, n, tb in [(1, 512, 1000, False), (5, 37, 70, True)]:
         a = jnp.asarray(rng.standard_normal((m, k)), jnp.float32)
         b = jnp.asarray(rng.standard_normal((n, k) if tb else (k, n)), jnp.float32)
-        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn_bf16_capable() else ()):
-            mm = jax.jit(lambda a, b, t: K.kept_matmul(a, b, t, site=1, transpose_b=tb))
+        for dtype in (jnp.float32,) + ((jnp.bfloat16,) if K.onednn.bf16_capable() else ()):
+            mm = jax.jit(lambda a, b, t: K.onednn.kept_matmul(a, b, t, site=1, transpose_b=tb))
             ref = jnp.matmul(a.astype(dtype), (b.T if tb else b).astype(dtype), preferred_element_type=jnp.float32)
-            token = K.new_weights_token()
+            token = K.onednn.new_weights_token()
             worst[f"kept matmul {m}x{k}x{n} {jnp.dtype(dtype).name}"] = max(
                 err(mm(a.astype(dtype), b, t), ref) for t in (token, token, 0))
     print(json.dumps({"devices": jax.device_count(), "worst": worst}))
@@ -486,7 +521,7 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     if data_format == "NCHW":
         return
     spec = [pdx.jit.InputSpec([None, *shape])]
-    if not K.onednn_bf16_capable():  # AVX2 only: a bfloat16 oneDNN program can be neither built nor run here
+    if not K.onednn.bf16_capable():  # AVX2 only: a bfloat16 oneDNN program can be neither built nor run here
         with pytest.raises(ValueError, match="needs a CPU whose oneDNN runs bfloat16"):
             pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
         return
@@ -507,7 +542,7 @@ def test_an_artifact_written_for_other_onednn_handlers_runs_its_portable_program
 
     net = _block(pdx)
     path = pdx.export.export(net, tmp_path / "block", [pdx.jit.InputSpec([None, 8, 8, 4])])
-    monkeypatch.setattr(K, "ONEDNN_ABI", K.ONEDNN_ABI + 1)  # a later pdx, whose handlers changed
+    monkeypatch.setattr(K.onednn, "ABI", K.onednn.ABI + "0")  # a later pdx, whose handlers changed
     pred = pdx.export.load(path)
     assert pred.program == "portable"
     x = rng.standard_normal((2, 8, 8, 4)).astype("float32")

@@ -1,4 +1,4 @@
-"""The CPU attention kernel (pdx/kernels/_onednn_attention.cc) against the pure-JAX reference;
+"""The CPU attention kernel (pdx/kernels/onednn/csrc/attention.cc) against the pure-JAX reference;
 training and export of a block on it and on the CPU LayerNorm.
 
 The suite runs with 8 CPU devices, where "auto" keeps XLA's attention; the

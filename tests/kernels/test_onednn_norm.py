@@ -1,4 +1,4 @@
-"""The CPU LayerNorm (pdx/kernels/_onednn_norm.cc, oneDNN's layer normalization) against the reference.
+"""The CPU LayerNorm (pdx/kernels/onednn/csrc/norm.cc, oneDNN's layer normalization) against the reference.
 
 impl="onednn" is named here (the suite's 8 devices keep "auto" on XLA); the
 one-device training and export check is in test_onednn_attention.py.

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "_onednn.h"
+#include "onednn.h"
 
 using namespace pdx_dnnl;  // NOLINT: the handlers' shared helpers
 

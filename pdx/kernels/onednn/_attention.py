@@ -2,8 +2,8 @@
 
 XLA:CPU runs attention as separate batched matmuls and softmax fusions, each
 reading and writing the whole [batch, heads, seq_q, seq_k] logits; PyTorch's CPU
-flash attention keeps them in cache. `_onednn_attention.cc` (built into the
-same library as the oneDNN convolutions, see `_onednn.py`) does the same:
+flash attention keeps them in cache. `csrc/attention.cc` (built into the
+same library as the oneDNN convolutions, see `_build.py`) does the same:
 tiles of 64 queries of one head, both products on oneDNN's sgemm, the softmax
 in between, causal tiles skipping the keys they cannot see; the backward pass
 recomputes the probabilities from the saved log-sum-exp.
@@ -30,7 +30,7 @@ import numpy as np
 
 from pdx._lowering import native_kernels
 from pdx.kernels import _dispatch
-from pdx.kernels import _onednn
+from pdx.kernels.onednn import _build
 
 __all__ = ["attention", "attention_unfit", "preferred"]
 
@@ -49,7 +49,7 @@ def attention_unfit(q, k, v, q_seg=None, bias=None) -> str | None:
         return f"the oneDNN attention needs known, nonzero head counts and dims; got q{q.shape}, v{v.shape}"
     if isinstance(k.shape[1], int) and k.shape[1] == 0:
         return "the oneDNN attention needs at least one key"
-    return _onednn.unavailable_reason()
+    return _build.unavailable_reason()
 
 
 def preferred(q, k, v, q_seg=None, bias=None) -> bool:

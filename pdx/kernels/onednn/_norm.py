@@ -2,7 +2,7 @@
 
 XLA:CPU runs a LayerNorm as several reduction and elementwise fusions (a
 GPT-mini LayerNorm over [1024, 256]: 0.36 ms forward, 1.0 ms with its backward,
-against PyTorch's 0.08 / 0.47 ms). `_onednn_norm.cc` calls oneDNN's layer
+against PyTorch's 0.08 / 0.47 ms). `csrc/norm.cc` calls oneDNN's layer
 normalization primitives instead, rows split over XLA's threads.
 
 Data flow: `layer_norm(x, w, b)` flattens x to [rows, n] float32 and calls the
@@ -26,7 +26,7 @@ import numpy as np
 
 from pdx._lowering import native_kernels
 from pdx.kernels import _dispatch
-from pdx.kernels import _onednn
+from pdx.kernels.onednn import _build
 
 __all__ = ["layer_norm", "layer_norm_unfit", "preferred"]
 
@@ -39,7 +39,7 @@ def layer_norm_unfit(x) -> str | None:
         return f"the oneDNN layer norm takes float32; got {x.dtype}"
     if x.ndim < 1 or not isinstance(x.shape[-1], int) or x.shape[-1] == 0:
         return f"the oneDNN layer norm needs a known, nonzero last dim; got x{x.shape}"
-    return _onednn.unavailable_reason()
+    return _build.unavailable_reason()
 
 
 def preferred(x) -> bool:

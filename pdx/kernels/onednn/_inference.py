@@ -1,8 +1,8 @@
 """Inference-only oneDNN calls of exported programs: weights kept per token, max pools.
 
 An exported artifact's CPU program (`pdx.export`, `_rewrite.py`) calls these
-instead of the training primitives in `_onednn.py`, which builds and loads
-the same handler library:
+instead of the training primitives in `_conv_matmul.py`, from the same
+handler library (`_build.py`):
 
 - `kept_conv`: a convolution whose weight, scaled by a folded BatchNorm, is
   reordered into oneDNN's layout on the first call with a token and kept
@@ -32,8 +32,10 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from pdx.kernels._dispatch import Unsupported
-from pdx.kernels._onednn import (_STATE, _forward_shape, _geometry_attrs, _load, _sized, conv2d_nhwc_reference,
-                                 float_dtypes)
+from pdx.kernels.onednn._build import _STATE
+from pdx.kernels.onednn._build import load as _load
+from pdx.kernels.onednn._conv_matmul import _forward_shape, _geometry_attrs, _sized, conv2d_nhwc_reference
+from pdx.kernels.onednn._conv_matmul import float_dtypes
 
 __all__ = ["forget_weights", "kept_conv", "kept_matmul", "max_pool_nhwc", "max_pool_nhwc_reference",
            "new_weights_token"]

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "_onednn.h"
+#include "onednn.h"
 
 using namespace pdx_dnnl;  // NOLINT: the handlers' shared helpers
 using dnnl::memory;

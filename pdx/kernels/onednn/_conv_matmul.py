@@ -1,30 +1,18 @@
-"""2-D convolutions and matmuls on oneDNN for XLA:CPU: build, registration, JAX primitives.
+"""2-D convolutions and matmuls on oneDNN for XLA:CPU: JAX primitives and dispatch ops.
 
 XLA:CPU's own convolutions and transposed matmuls run well below oneDNN's
 speed on AVX-512 machines (benchmarks/RESULTS.md); PyTorch and Paddle use
 oneDNN. This module puts oneDNN into compiled pdx programs as XLA FFI custom
-calls:
+calls into the library `_build.py` builds (`csrc/conv_matmul.cc`: convolution
+forward, backward-data, backward-weights; a matmul with either operand
+transposed):
 
-1. `_onednn.cc` (FFI handlers: convolution forward, backward-data,
-   backward-weights; a matmul with either operand transposed), with
-   `_onednn_attention.cc` and `_onednn_norm.cc` (attention and LayerNorm,
-   wrapped by `_onednn_attention.py` / `_onednn_norm.py`) and their shared
-   header `_onednn.h`, is compiled on first use with the C++ compiler,
-   against the headers and library of the `onednn-cpu-gomp` /
-   `onednn-devel-cpu-gomp` wheels, into one library in a cache directory
-   keyed by the sources and the versions, linked to a private copy
-   of the library (Paddle bundles another oneDNN under the same soname).
-   Without a compiler or the wheels (or with `PDX_ONEDNN=0`), `available()`
-   is False and everything stays on XLA.
-2. A JAX primitive per handler. Each is bilinear in its two operands and
+1. A JAX primitive per handler. Each is bilinear in its two operands and
    transposes into the others, so reverse mode, forward mode and higher
    derivatives all stay on oneDNN. vmap and non-CPU lowerings use the
    pure-JAX references (`conv2d_nhwc_reference`, `matmul_reference`).
-3. `CONV2D_NHWC` / `MATMUL`: the dispatch ops ("onednn", "xla"); oneDNN is
+2. `CONV2D_NHWC` / `MATMUL`: the dispatch ops ("onednn", "xla"); oneDNN is
    preferred where `pdx._lowering.native_kernels()` and the operands fit.
-
-The inference-only handlers of exported programs (kept weights, max pool)
-are wrapped in `_onednn_inference.py`.
 
 Layouts: activations channels-last ([N, H, W, C]), the weight as Paddle
 stores it ([out, in / groups, kh, kw]); float32 and bfloat16; any groups.
@@ -37,17 +25,7 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import hashlib
-import os
-import shutil
-import subprocess
-import sys
-import sysconfig
-import tempfile
-import threading
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -55,176 +33,13 @@ import numpy as np
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
-from pdx import _cpu
 from pdx._lowering import native_kernels
 from pdx.kernels._dispatch import Impl, Op, Unsupported
+from pdx.kernels.onednn._build import available, float_dtypes
+from pdx.kernels.onednn._build import load as _load
 
-__all__ = ["ABI", "CONV2D_NHWC", "FORWARD", "MATMUL", "MATMUL_PRIMITIVE", "TARGETS", "available", "conv2d_nhwc",
-           "conv2d_nhwc_reference", "fits", "matmul", "matmul_reference", "unavailable_reason"]
-
-_HERE = Path(__file__).parent
-_SOURCES = (_HERE / "_onednn.cc", _HERE / "_onednn_attention.cc", _HERE / "_onednn_norm.cc")  # one library; each
-# includes _onednn.h
-_HEADER = _HERE / "_onednn.h"
-_TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
-            "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
-            "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_max_pool": "PdxMaxPool",
-            "pdx_onednn_matmul_inference": "PdxMatmulInference", "pdx_onednn_attention_forward": "PdxAttentionForward",
-            "pdx_onednn_attention_backward": "PdxAttentionBackward", "pdx_onednn_layer_norm_forward": "PdxLayerNormForward",
-            "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward"}
-TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
-# The handlers' operands and attributes, as a serialized program calls them: an artifact
-# records it, and a program written for another ABI runs its portable twin instead.
-ABI = 4
-_LOCK = threading.Lock()
-_STATE: dict[str, object] = {}
-
-
-# ---------------------------------------------------------------------------- build and load
-
-def _prefixes():
-    seen = []
-    for p in (sysconfig.get_path("data"), sys.prefix, sys.base_prefix):
-        if p and p not in seen:
-            seen.append(p)
-    return [Path(p) for p in seen]
-
-
-def _find_onednn():
-    """(include dir, library path) of the oneDNN wheels, or a reason string."""
-    for prefix in _prefixes():
-        include, lib = prefix / "include", prefix / "lib" / "libdnnl.so.3"
-        if (include / "dnnl.hpp").is_file() and lib.is_file():
-            return include, lib
-    return ("oneDNN was not found (install the `onednn-cpu-gomp` and `onednn-devel-cpu-gomp` wheels, "
-            "which `pip install pdx` does on x86-64 Linux)")
-
-
-def _cache_dir() -> Path:
-    root = os.environ.get("PDX_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pdx")
-    return Path(root) / "onednn"
-
-
-# Paddle ships its own libdnnl.so.3 (another oneDNN version), and the dynamic loader
-# shares one library per soname: the handlers link a private copy whose soname is
-# renamed (same length, in place), so either can load first and each keeps its own.
-_PRIVATE_SONAME = b"libpdxdnn.so"
-_SONAME = b"libdnnl.so.3"
-
-
-def _private_onednn(lib: Path, where: Path) -> Path:
-    """A copy of oneDNN's library under a soname no other package uses."""
-    out = where / _PRIVATE_SONAME.decode()  # the name the loader looks for (rpath = where)
-    if out.is_file():
-        return out
-    data = bytearray(lib.read_bytes())
-    at = data.find(_SONAME + b"\0")
-    if at < 0 or data.find(_SONAME + b"\0", at + 1) >= 0:
-        raise OSError(f"{lib}: expected its soname {_SONAME.decode()!r} exactly once")
-    data[at:at + len(_SONAME)] = _PRIVATE_SONAME
-    fd, tmp = tempfile.mkstemp(dir=where)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, out)
-    return out
-
-
-def _build() -> Path | str:
-    """Compile the handlers (once per source/version), returning the library or a reason."""
-    found = _find_onednn()
-    if isinstance(found, str):
-        return found
-    include, lib = found
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
-        return "no C++ compiler found (set CXX or install g++)"
-    sources = [path.read_bytes() for path in (*_SOURCES, _HEADER)]
-    key = hashlib.sha256(b"\0".join([*sources, jax.__version__.encode(), str(lib.resolve()).encode(),
-                                     str(lib.stat().st_size).encode(), compiler.encode()])).hexdigest()[:16]
-    where = _cache_dir() / key
-    out = where / "pdx_onednn.so"
-    if out.is_file():
-        return out
-    where.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=where)
-    os.close(fd)
-    try:
-        private = _private_onednn(lib, where)
-        cmd = [compiler, "-O2", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-w", f"-I{jax.ffi.include_dir()}",
-               f"-I{include}", *map(str, _SOURCES), "-o", tmp, str(private),
-               f"-Wl,-rpath,{where}"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if done.returncode:
-            return f"compiling {' and '.join(p.name for p in _SOURCES)} failed: {done.stderr.strip()[-2000:]}"
-        os.replace(tmp, out)  # atomic: concurrent builders each write their own temp file
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"building {' and '.join(p.name for p in _SOURCES)} failed: {e}"
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
-
-
-def _load() -> str | None:
-    """Build, load and register the handlers once; None when ready, else why not."""
-    with _LOCK:
-        if "reason" not in _STATE:
-            _STATE["reason"] = _register()
-        return _STATE["reason"]
-
-
-def _register() -> str | None:
-    if os.environ.get("PDX_ONEDNN", "1") == "0":
-        return "disabled by PDX_ONEDNN=0"
-    if sys.platform != "linux":
-        return f"oneDNN convolutions are built for Linux only (this is {sys.platform})"
-    built = _build()
-    if isinstance(built, str):
-        return built
-    try:
-        # Its own scope first: never bind to another package's oneDNN symbols.
-        lib = ctypes.CDLL(str(built), mode=os.RTLD_NOW | os.RTLD_LOCAL | os.RTLD_DEEPBIND)
-        for name, symbol in _TARGETS.items():
-            jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(getattr(lib, symbol)),
-                                        platform="cpu")
-    except (OSError, AttributeError) as e:
-        return f"loading {built} failed: {e}"
-    _STATE["library"] = lib
-    return None
-
-
-def unavailable_reason() -> str | None:
-    """Why oneDNN convolutions cannot run here (None when they can). Builds on first call."""
-    return _load()
-
-
-@functools.cache
-def bf16_capable() -> bool:
-    """Whether this CPU runs oneDNN's bfloat16 primitives: AVX-512 (core) or newer.
-
-    oneDNN has no bfloat16 convolution or matmul for AVX2-only CPUs (it fails
-    creating the primitive), so there bfloat16 operands run on XLA.
-
-    >>> isinstance(bf16_capable(), bool)
-    True
-    """
-    return _cpu.bf16_native()
-
-
-def float_dtypes() -> tuple:
-    """The floating dtypes oneDNN's primitives take on this CPU."""
-    return (jnp.float32, jnp.bfloat16) if bf16_capable() else (jnp.float32,)
-
-
-def available() -> bool:
-    """Whether oneDNN convolutions can run in this process (builds the handlers on first call).
-
-    >>> isinstance(available(), bool)
-    True
-    """
-    return _load() is None
-
+__all__ = ["CONV2D_NHWC", "FORWARD", "MATMUL", "MATMUL_PRIMITIVE", "conv2d_nhwc", "conv2d_nhwc_reference", "fits",
+           "matmul", "matmul_reference"]
 
 # ---------------------------------------------------------------------------- references
 
@@ -262,7 +77,7 @@ def _forward_shape(x_shape, w_shape, strides, padding, dilation, groups):
 
 
 def _geometry_attrs(strides, padding, dilation, groups) -> dict:
-    """The attributes every convolution handler takes (`WithGeometry` in _onednn.cc)."""
+    """The attributes every convolution handler takes (`WithGeometry` in csrc/conv_matmul.cc)."""
     return {"strides": np.asarray(strides, np.int64), "dilation": np.asarray(dilation, np.int64),
             "padding_lo": np.asarray([lo for lo, _ in padding], np.int64),
             "padding_hi": np.asarray([hi for _, hi in padding], np.int64), "groups": np.int64(groups)}

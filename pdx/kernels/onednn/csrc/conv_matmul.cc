@@ -41,7 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "_onednn.h"
+#include "onednn.h"
 
 using namespace pdx_dnnl;  // NOLINT: this file's own helpers
 using dnnl::memory;
