@@ -20,8 +20,12 @@ def save(layer, path, input_spec=None, **configs):
       path: the artifact directory.
       input_spec: a list of `pdx.jit.InputSpec`; may be omitted when the
         layer/function was decorated with `pdx.jit.to_static(input_spec=...)`,
-        or after its `to_static` function ran: the shapes of the last call are
-        used (as Paddle does).
+        or after its `to_static` function ran. Then, as Paddle's saved programs
+        do, the program takes other sizes than the last call's: every axis
+        whose size all inputs of the last call share is saved dynamic (`None`);
+        where the program cannot be traced that way (a size used as a Python
+        number), only the batch axis is, and failing that the last call's
+        shapes are kept.
       **configs: passed to `pdx.export.export` (name, output_names, platforms, ...).
 
     Returns:
@@ -34,6 +38,7 @@ def save(layer, path, input_spec=None, **configs):
       >>> pdx.jit.load(path)(pdx.ones([2, 4])).shape
       (2, 2)
     """
+    relax = False  # the shapes of the last call: saved with dynamic axes
     if input_spec is None:
         static = layer
         if isinstance(layer, Layer):  # pdx.jit(layer), or @pdx.jit on the class's forward
@@ -41,6 +46,7 @@ def save(layer, path, input_spec=None, **configs):
         input_spec = getattr(static, "_input_spec", None)
         if input_spec is None and hasattr(static, "last_input_spec"):
             input_spec = static.last_input_spec()
+            relax = input_spec is not None
         if input_spec is None:
             raise ValueError("pdx.jit.save: input_spec is required (e.g. [pdx.jit.InputSpec([None, 3, 224, 224], "
                              "'float32', 'image')]) unless the layer was decorated with "
@@ -51,7 +57,35 @@ def save(layer, path, input_spec=None, **configs):
                         "for IREE targets")
     from pdx.export import export  # pdx.export imports pdx.jit
 
+    if relax:
+        for axes in ("all", "all but last", (0,)):
+            relaxed = _dynamic_axes(input_spec, axes)
+            if relaxed is None:
+                continue
+            try:
+                return export(layer, path, relaxed, **configs)
+            except Exception:  # a size used as a Python number: try fewer dynamic axes  # noqa: BLE001
+                continue
     return export(layer, path, input_spec, **configs)
+
+
+def _dynamic_axes(specs, axes):
+    """`specs` with each axis in `axes` ("all": every axis; "all but last": every axis but each spec's
+    last, the features a weight matches) made dynamic where every spec that has it agrees on its size;
+    None when that changes nothing."""
+    from pdx.jit._input_spec import InputSpec
+
+    rank = max((len(s.shape) for s in specs), default=0)
+    chosen = range(rank) if isinstance(axes, str) else [a for a in axes if a < rank]
+    dynamic = set()
+    for axis in chosen:
+        sizes = {s.shape[axis] for s in specs if len(s.shape) > axis}
+        if len(sizes) == 1 and None not in sizes:
+            dynamic.add(axis)
+    keep_last = axes == "all but last"
+    out = [InputSpec([None if a in dynamic and not (keep_last and a == len(s.shape) - 1) else d
+                      for a, d in enumerate(s.shape)], s.dtype, s.name) for s in specs]
+    return out if any(o.shape != s.shape for o, s in zip(out, specs)) else None
 
 
 def load(path, **configs):

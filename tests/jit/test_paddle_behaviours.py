@@ -3,6 +3,8 @@ Python scalars as compile-time constants, plain list/dict attributes on layers,
 `pdx.jit.save` without `input_spec`, export with dynamic dims through common ops,
 `tensor and None` in converted conditions, and values escaping compiled loops."""
 
+import json
+
 import numpy as np
 import jax.numpy as jnp
 import pytest
@@ -113,11 +115,41 @@ def test_jit_save_without_input_spec_uses_the_last_call(tmp_path):
     mask = jnp.asarray(rng.integers(0, 2, (2, 7)), dtype=jnp.float32)
     want = np.asarray(net(ids, mask))
     path = pdx.jit.save(net, str(tmp_path / "last_call"))
-    got = pdx.jit.load(path)(ids, mask)
-    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+    loaded = pdx.jit.load(path)
+    np.testing.assert_allclose(np.asarray(loaded(ids, mask)), want, rtol=1e-5, atol=1e-5)
+    # As Paddle's saved programs, it takes other sizes than the last call's: batch 1, another length.
+    for b, t in ((1, 7), (3, 4)):
+        ids_b, mask_b = ids[:1].repeat(b, 0)[:, :t], mask[:1].repeat(b, 0)[:, :t]
+        np.testing.assert_allclose(np.asarray(loaded(ids_b, mask_b)), np.asarray(net(ids_b, mask_b)),
+                                   rtol=1e-5, atol=1e-5)
 
     with pytest.raises(ValueError, match="input_spec is required"):
         pdx.jit.save(nn.Linear(2, 2), str(tmp_path / "never_called"))
+
+
+class _Projection(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc(x).reshape([x.shape[0], -1])
+
+
+def test_jit_save_after_a_to_static_call_keeps_the_batch_and_length_dynamic_like_paddle(tmp_path, paddle):
+    """Paddle's program saved after a batch-16 call takes batch 1 and another length (its features stay)."""
+    x16, x1 = np.ones((16, 5, 6), np.float32), np.ones((1, 3, 6), np.float32)
+    ref = paddle.jit.to_static(paddle.nn.Linear(6, 2))
+    ref(paddle.to_tensor(x16))
+    paddle.jit.save(ref, str(tmp_path / "paddle" / "m"))
+    assert list(paddle.jit.load(str(tmp_path / "paddle" / "m"))(paddle.to_tensor(x1)).shape) == [1, 3, 2]
+    net = pdx.jit.to_static(_Projection())
+    net(jnp.asarray(x16))
+    path = pdx.jit.save(net, str(tmp_path / "pdx"))
+    assert json.loads((path / "manifest.json").read_text())["inputs"][0]["shape"] == ["batch", "dim1", 6]
+    loaded = pdx.jit.load(path)
+    np.testing.assert_allclose(np.asarray(loaded(jnp.asarray(x1))), np.asarray(net(jnp.asarray(x1))), rtol=1e-6)
+    assert loaded(jnp.asarray(x1)).shape == (1, 6)  # x.shape[0] stays symbolic (Paddle bakes in 16 there)
 
 
 def test_export_with_dynamic_dims_through_common_ops(tmp_path):
