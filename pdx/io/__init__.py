@@ -17,7 +17,8 @@ from pdx.io._dataset import (
     TensorDataset,
     random_split,
 )
-from pdx.io._sampler import BatchSampler, DistributedBatchSampler, RandomSampler, Sampler, SequenceSampler
+from pdx.io._sampler import (BatchSampler, DistributedBatchSampler, RandomSampler, Sampler, SequenceSampler,
+                             SubsetRandomSampler, WeightedRandomSampler)
 from pdx.io._worker import WorkerInfo, get_worker_info, sample_rng
 
 __all__ = [
@@ -32,8 +33,10 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequenceSampler",
+    "SubsetRandomSampler",
     "Subset",
     "TensorDataset",
+    "WeightedRandomSampler",
     "WorkerInfo",
     "default_collate_fn",
     "default_convert_fn",

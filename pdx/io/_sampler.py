@@ -15,7 +15,8 @@ import numpy as np
 
 from pdx.io._dataset import IterableDataset
 
-__all__ = ["Sampler", "SequenceSampler", "RandomSampler", "BatchSampler", "DistributedBatchSampler"]
+__all__ = ["Sampler", "SequenceSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
+           "DistributedBatchSampler"]
 
 
 class Sampler:
@@ -133,6 +134,96 @@ class RandomSampler(Sampler):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+
+class SubsetRandomSampler(Sampler):
+    """The given indices in random order (Paddle's `paddle.io.SubsetRandomSampler`).
+
+    The order is drawn from numpy's global generator (`np.random.seed(s)`
+    fixes it); Paddle draws it from its own generator, so the two orders differ.
+
+    Args:
+      indices: the dataset indices to sample from (not empty).
+
+    Example:
+      >>> sorted(SubsetRandomSampler([4, 1, 7]))
+      [1, 4, 7]
+    """
+
+    def __init__(self, indices) -> None:
+        if len(indices) == 0:
+            raise ValueError("The length of `indices` in SubsetRandomSampler should be greater than 0.")
+        super().__init__(None)
+        self.indices = indices
+
+    def __iter__(self) -> Iterator[int]:
+        for i in np.random.permutation(len(self.indices)).tolist():
+            yield self.indices[i]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def _as_weights(weights) -> np.ndarray:
+    if not isinstance(weights, np.ndarray) and hasattr(weights, "numpy"):
+        weights = weights.numpy()  # a paddle tensor
+    try:
+        weights = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"WeightedRandomSampler: weights must be a 1-D or 2-D array of non-negative numbers; "
+                        f"got {type(weights).__name__}") from e
+    if weights.ndim not in (1, 2):
+        raise ValueError(f"WeightedRandomSampler: weights should be a 1-D or 2-D array; got weights.shape={weights.shape}")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("WeightedRandomSampler: weights must be finite and >= 0")
+    return weights
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probability proportional to `weights`
+    (Paddle's `paddle.io.WeightedRandomSampler`).
+
+    Drawn with `np.random.choice` from numpy's global generator, as Paddle
+    does: after `np.random.seed(s)` the indices equal Paddle's. A 2-D
+    `weights` draws `num_samples` per row, row after row.
+
+    Args:
+      weights: non-negative weights, 1-D (one per sample) or 2-D.
+      num_samples: how many indices to draw (per row).
+      replacement: draw with replacement; without it every row needs at
+        least `num_samples` positive weights.
+
+    Example:
+      >>> set(WeightedRandomSampler([0.0, 1.0, 0.0, 2.0], num_samples=8)) <= {1, 3}
+      True
+    """
+
+    def __init__(self, weights, num_samples: int, replacement: bool = True) -> None:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer; got num_samples={num_samples!r}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value; got replacement={replacement!r}")
+        super().__init__(None)
+        self.weights = _as_weights(weights)
+        rows = self.weights.reshape(-1, self.weights.shape[-1])
+        positive = np.sum(rows > 0, axis=1)
+        if not np.all(positive > 0):
+            raise ValueError("WeightedRandomSampler: every row of weights needs a positive value")
+        if not replacement and not np.all(positive >= num_samples):
+            raise ValueError(f"WeightedRandomSampler: replacement=False needs at least num_samples={num_samples} positive "
+                             f"weights per row; got {positive.min()}")
+        self.num_samples = num_samples
+        self.replacement = replacement
+
+    def __iter__(self) -> Iterator[int]:
+        rows = self.weights.reshape(-1, self.weights.shape[-1])
+        rows = rows / rows.sum(axis=1, keepdims=True)
+        for row in rows:
+            yield from np.random.choice(row.shape[0], self.num_samples, self.replacement, row).tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples * (self.weights.size // self.weights.shape[-1])
 
 
 class BatchSampler(Sampler):
