@@ -8,6 +8,9 @@ Tensors are [batch, seq, embed] unless an op says otherwise.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import jax
 import jax.numpy as jnp
 
@@ -24,6 +27,48 @@ __all__ = ["blha_get_max_len", "fast_ln", "fast_rms_norm", "fused_bias_act", "fu
 swiglu = F.swiglu  # Paddle lists it under paddle.incubate.nn.functional too
 
 _MODES = ("upscale_in_train", "downscale_in_infer")
+
+
+def _compiled(*arrays: str, rates: tuple[str, ...] = ()):
+    """Run the op as one jitted function (eager calls dispatch one program, not one per jnp op).
+
+    Arguments named in `arrays` (and `key`) are traced, the rest are static. A dropout key is
+    drawn from the global generator outside the trace when the op is training with a nonzero
+    rate in `rates` and no key was given.
+    """
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        static = tuple(n for n in sig.parameters if n not in arrays and n != "key")
+        jitted = jax.jit(fn, static_argnames=static)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            kw = bound.arguments
+            if "key" in kw and kw["key"] is None and kw.get("training", False) and any(
+                    isinstance(kw[r], (int, float)) and 0 < kw[r] < 1 for r in rates):
+                kw["key"] = _random.next_key(None, op=fn.__name__)
+            try:
+                return jitted(**kw)
+            except TypeError as e:
+                if "hashable" not in str(e) and "static" not in str(e):
+                    raise
+                bad = [n for n in static if not _hashable(kw[n])]
+                raise TypeError(f"pdx.incubate.nn.functional.{fn.__name__}: {bad} must be Python values "
+                                f"(int / float / bool / str / None), not arrays") from None
+
+        return call
+
+    return wrap
+
+
+def _hashable(v) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
 
 
 def _error(op: str, message: str) -> ValueError:
@@ -82,6 +127,8 @@ def _activation(name, op: str):
     return _ACTIVATIONS[name]
 
 
+@_compiled("x", "qkv_weight", "linear_weight", "pre_ln_scale", "pre_ln_bias", "ln_scale", "ln_bias", "qkv_bias",
+           "linear_bias", "cache_kv", "attn_mask", rates=("dropout_rate", "attn_dropout_rate"))
 def fused_multi_head_attention(x, qkv_weight, linear_weight, pre_layer_norm=False, pre_ln_scale=None, pre_ln_bias=None,
                                ln_scale=None, ln_bias=None, pre_ln_epsilon=1e-05, qkv_bias=None, linear_bias=None,
                                cache_kv=None, attn_mask=None, dropout_rate=0.5, attn_dropout_rate=0.5,
@@ -165,6 +212,8 @@ def fused_multi_head_attention(x, qkv_weight, linear_weight, pre_layer_norm=Fals
     return out if new_cache is None else (out, new_cache)
 
 
+@_compiled("x", "linear1_weight", "linear2_weight", "linear1_bias", "linear2_bias", "ln1_scale", "ln1_bias",
+           "ln2_scale", "ln2_bias", rates=("dropout1_rate", "dropout2_rate"))
 def fused_feedforward(x, linear1_weight, linear2_weight, linear1_bias=None, linear2_bias=None, ln1_scale=None,
                       ln1_bias=None, ln2_scale=None, ln2_bias=None, dropout1_rate=0.5, dropout2_rate=0.5,
                       activation="relu", ln1_epsilon=1e-5, ln2_epsilon=1e-5, pre_layer_norm=False, training=True,
@@ -205,6 +254,7 @@ def fused_feedforward(x, linear1_weight, linear2_weight, linear1_bias=None, line
     return out
 
 
+@_compiled("x", "residual", "bias", "ln_scale", "ln_bias", rates=("dropout_rate",))
 def fused_bias_dropout_residual_layer_norm(x, residual, bias=None, ln_scale=None, ln_bias=None, dropout_rate=0.5,
                                            ln_epsilon=1e-5, training=True, mode="upscale_in_train", name=None, *,
                                            key=None):
@@ -227,6 +277,7 @@ def fused_bias_dropout_residual_layer_norm(x, residual, bias=None, ln_scale=None
     return _layer_norm(residual + _dropout(out, p, training, mode, k), ln_scale, ln_bias, ln_epsilon)
 
 
+@_compiled("x", "y", rates=("p",))
 def fused_dropout_add(x, y, p=0.5, training=True, mode="upscale_in_train", name=None, *, key=None):
     """dropout(x) + y.
 
@@ -321,6 +372,7 @@ def _no_quant(op: str, quant_scale) -> None:
                                   f"{quant_scale}) is not provided; quantize with pdx.quantization")
 
 
+@_compiled("x", "norm_weight", "norm_bias", "bias", "residual")
 def fused_rms_norm(x, norm_weight, norm_bias, epsilon, begin_norm_axis=1, bias=None, residual=None, quant_scale=-1,
                    quant_round_type=0, quant_max_bound=0, quant_min_bound=0):
     """RMSNorm over axes [begin_norm_axis:] of (x + bias + residual), times norm_weight plus norm_bias.
@@ -353,6 +405,7 @@ def fused_rms_norm(x, norm_weight, norm_bias, epsilon, begin_norm_axis=1, bias=N
     return out.astype(x.dtype), h, inv_var.reshape(x.shape[:axis])
 
 
+@_compiled("x", "norm_weight", "norm_bias", "bias", "residual")
 def fused_layer_norm(x, norm_weight, norm_bias, epsilon, residual_alpha=1.0, begin_norm_axis=1, bias=None,
                      residual=None, quant_scale=-1, quant_round_type=0, quant_max_bound=0, quant_min_bound=0):
     """LayerNorm over axes [begin_norm_axis:] of (x + bias + residual_alpha * residual).
@@ -427,6 +480,7 @@ def fused_rms_norm_ext(x, scale, epsilon=1e-05, name=None):
     return fast_rms_norm(x, scale, epsilon)
 
 
+@_compiled("x", "bias", "dequant_scales", "shift", "smooth")
 def fused_bias_act(x, bias=None, dequant_scales=None, shift=None, smooth=None, act_method="gelu",
                    compute_dtype="default", quant_scale=-1, quant_round_type=0, quant_max_bound=0, quant_min_bound=0):
     """act((x + bias + shift) * smooth); 'swiglu' / 'geglu' gate the first half of the last axis by the second.
@@ -481,6 +535,7 @@ def _rotate(x, every_two: bool):
     return jnp.concatenate([-x[..., half:], x[..., :half]], axis=-1)
 
 
+@_compiled("q", "k", "v", "sin", "cos", "position_ids")
 def fused_rotary_position_embedding(q, k=None, v=None, sin=None, cos=None, position_ids=None,
                                     use_neox_rotary_style=True, time_major=False, rotary_emb_base=10000.0):
     """Rotary position embedding of q (and k, v): x * cos + rotate(x) * sin.
@@ -541,6 +596,7 @@ def fused_rotary_position_embedding(q, k=None, v=None, sin=None, cos=None, posit
     return rope(q, "q"), rope(k, "k"), rope(v, "v")
 
 
+@_compiled("query", "key", "value", "seq_lens", "kv_seq_lens", "mask")
 def variable_length_memory_efficient_attention(query, key, value, seq_lens, kv_seq_lens, mask=None, scale=None,
                                                causal=False, pre_cache_length=0):
     """Attention over padded batches of different lengths: [batch, heads, seq, head_dim] tensors.
@@ -591,6 +647,8 @@ def variable_length_memory_efficient_attention(query, key, value, seq_lens, kv_s
     return jnp.where(valid, out, 0.0).astype(q.dtype)
 
 
+@_compiled("x", "cache_kv", "bias", "src_mask", "cum_offsets", "sequence_lengths", "rotary_tensor",
+           "beam_cache_offset", "qkv_out_scale", "out_shift", "out_smooth")
 def masked_multihead_attention(x, cache_kv=None, bias=None, src_mask=None, cum_offsets=None, sequence_lengths=None,
                                rotary_tensor=None, beam_cache_offset=None, qkv_out_scale=None, out_shift=None,
                                out_smooth=None, seq_len=1, rotary_emb_dims=0, use_neox_rotary_style=False,
