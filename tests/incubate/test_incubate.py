@@ -156,3 +156,15 @@ def test_model_average_matches_paddle(paddle, rng):
     np.testing.assert_array_equal(net.weight[...], before)
     with pytest.raises(ValueError, match="average_window_rate"):
         I.ModelAverage(0, parameters=net.parameters())
+
+
+@pytest.mark.parametrize("package", ["pdx.incubate", "pdx.incubate.nn", "pdx.incubate.nn.functional",
+                                     "pdx.incubate.optimizer", "pdx.hub"])
+def test_public_names_import_and_have_docstrings(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    assert module.__doc__ and len(module.__all__) == len(set(module.__all__))
+    undocumented = [n for n in module.__all__ if callable(getattr(module, n)) and not (getattr(module, n).__doc__ or "").strip()]
+    assert not undocumented, f"{package}: public names without a docstring: {undocumented}"
+    assert getattr(pdx, package.split(".")[1]) is importlib.import_module(".".join(package.split(".")[:2]))

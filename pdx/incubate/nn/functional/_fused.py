@@ -659,7 +659,7 @@ def masked_multihead_attention(x, cache_kv=None, bias=None, src_mask=None, cum_o
     Args:
       x: [batch, 3 * num_heads * head_dim] this step's fused q, k, v.
       cache_kv: [2, batch, num_heads, max_seq_len, head_dim]; this step's k/v are written at position
-        `sequence_lengths[b]` (default: `seq_len - 1` for every row... i.e. the step index).
+        `sequence_lengths[b]` (without sequence_lengths: at `seq_len - 1` in every row).
       bias: optional [3 * num_heads * head_dim] added to x.
       src_mask: optional additive mask [batch, 1, 1, max_seq_len + 1] (its first `len + 1` columns are used).
       sequence_lengths: [batch] or [batch, 1] int: how many cached positions each row has.
