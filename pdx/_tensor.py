@@ -330,8 +330,9 @@ _SAME_AS_JAX = ("T", "mT", "astype", "clone", "conj", "diagonal", "dtype", "item
 
 # Deliberate differences: name -> why. The coverage report reads this through differences().
 _DIFFERENCES: dict[str, str] = {
-    "shape": "JAX's tuple, not Paddle's list: `x.shape == [2, 3]` is False; compare with a tuple "
-             "or `list(x.shape)`",
+    "shape": "JAX's tuple, not Paddle's list (paddle.Size): `x.shape == [2, 3]` is False, "
+             "`x.shape[:-1] + [h, d]` and `s = x.shape; s[0] = -1` raise; write `list(x.shape)` "
+             "where Paddle code treats the shape as a list (benchmarks/RESULTS.md, 'x.shape')",
     "dot": "JAX's x.dot(y) is a matrix product for 2-D inputs, Paddle's a row-wise dot product; "
            "use pdx.dot(x, y) for Paddle's",
     "size": "JAX's int attribute: x.size == 6 holds, but Paddle's callable forms x.size() / "
