@@ -20,14 +20,18 @@ _malloc_defaults.apply()  # steps reuse their pages instead of faulting them in 
 import importlib as _importlib
 import sys as _sys
 
+from pdx import _paddle_tree
+
+_paddle_tree.install()  # `import pdx.nn.layer.conv`, `pdx.tensor.math`: Paddle's module paths (pdx/_paddle_tree.py)
+
 # Subpackages load on first attribute access (PEP 562): `import pdx` costs JAX,
 # flax.nnx and the top-level ops only, and a DataLoader worker that unpickles a
 # pdx object imports no more than that. `pdx.nn.Linear`, `from pdx import nn`
 # and `from pdx import *` import what they name.
 _SUBPACKAGES = frozenset({
     "amp", "audio", "autograd", "callbacks", "checkpoint", "device", "distributed", "distribution", "export",
-    "fft", "geometric", "hapi", "io", "jit", "kernels", "linalg", "metric", "models", "nn", "optimizer",
-    "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static", "text",
+    "fft", "geometric", "hapi", "hub", "incubate", "io", "jit", "kernels", "linalg", "metric", "models", "nn",
+    "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static", "text",
     "train", "utils", "vision",
 })
 
@@ -54,6 +58,8 @@ _NAMES_ELSEWHERE = {
 def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return _importlib.import_module(f"pdx.{name}")  # the import machinery sets it on pdx
+    if name in _paddle_tree.TOP_LEVEL:  # Paddle's module paths pdx has no file for: pdx.tensor, pdx.base, ...
+        return _importlib.import_module(f"pdx.{name}")
     if name in _NAMES_ELSEWHERE:
         value = getattr(_importlib.import_module(_NAMES_ELSEWHERE[name]), name)
         globals()[name] = value
