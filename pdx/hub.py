@@ -83,7 +83,7 @@ def _import_hubconf(repo_dir: str) -> types.ModuleType:
 
 def _entry(module: types.ModuleType, model, fn: str):
     if not isinstance(model, str):
-        raise ValueError(f"pdx.hub.{fn}: model must be the str name of an entry point; got {model!r}")
+        raise ValueError(f"pdx.hub.{fn}: model must be the str name of an entry point; got {model!r}")  # noqa: TRY004  (Paddle's error type)
     func = getattr(module, model, None)
     if func is None or not callable(func) or model.startswith("_"):
         raise RuntimeError(f"pdx.hub.{fn}: no entry point {model!r} in hubconf; it has {_entries(module)}")
@@ -94,7 +94,7 @@ def _entries(module: types.ModuleType) -> builtins.list[str]:
     return [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n))]
 
 
-def list(repo_dir, source="github", force_reload=False) -> builtins.list[str]:  # noqa: A001  (Paddle's name)
+def list(repo_dir, source="github", force_reload=False) -> builtins.list[str]:
     """The entry points of `repo_dir/hubconf.py`: its public callables, sorted.
 
     Args:
@@ -112,7 +112,7 @@ def list(repo_dir, source="github", force_reload=False) -> builtins.list[str]:  
     return _entries(_import_hubconf(_check_source(repo_dir, source, "list")))
 
 
-def help(repo_dir, model, source="github", force_reload=False):  # noqa: A001  (Paddle's name)
+def help(repo_dir, model, source="github", force_reload=False):
     """The docstring of entry point `model` in `repo_dir/hubconf.py` (source must be 'local').
 
     Example:

@@ -8,8 +8,13 @@ layers and ops as plain compositions XLA fuses; the segment and graph ops are
 
 from pdx.geometric import segment_max, segment_mean, segment_min, segment_sum
 from pdx.incubate import nn, optimizer
-from pdx.incubate._ops import (graph_khop_sampler, graph_reindex, graph_sample_neighbors, graph_send_recv,
-                               identity_loss, softmax_mask_fuse, softmax_mask_fuse_upper_triangle)
+from pdx.incubate._ops import graph_khop_sampler
+from pdx.incubate._ops import graph_reindex
+from pdx.incubate._ops import graph_sample_neighbors
+from pdx.incubate._ops import graph_send_recv
+from pdx.incubate._ops import identity_loss
+from pdx.incubate._ops import softmax_mask_fuse
+from pdx.incubate._ops import softmax_mask_fuse_upper_triangle
 from pdx.incubate._optimizer import LookAhead, ModelAverage
 
 __all__ = [

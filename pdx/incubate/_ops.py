@@ -193,7 +193,7 @@ def graph_khop_sampler(row, colptr, input_nodes, sample_sizes, sorted_eids=None,
         if return_eids:
             eids.extend(np.asarray(out[2]).tolist())
         frontier = new
-    column = lambda v: jax.device_put(np.asarray(v, dtype).reshape(-1, 1))  # noqa: E731
+    column = lambda v: jax.device_put(np.asarray(v, dtype).reshape(-1, 1))
     result = (column(src), column(dst), jax.device_put(np.asarray(order, dtype)),
               jax.device_put(np.asarray([index[n] for n in seeds.tolist()], dtype)))
     return result + (column(eids),) if return_eids else result

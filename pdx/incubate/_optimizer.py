@@ -248,7 +248,7 @@ def _check_window(rate, min_window, max_window):
 
 
 def _zero_state(params: dict) -> ModelAverageState:
-    zeros = lambda: {n: jnp.zeros(jnp.shape(v), jnp.float32) for n, v in params.items()}  # noqa: E731
+    zeros = lambda: {n: jnp.zeros(jnp.shape(v), jnp.float32) for n, v in params.items()}
     z = jnp.zeros((), jnp.int32)
     return ModelAverageState(zeros(), zeros(), zeros(), z, z, z)
 

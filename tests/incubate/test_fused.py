@@ -87,9 +87,9 @@ def test_fused_layers_state_dicts_equal_paddles_and_encoder_matches_unfused_padd
         got = ours(jnp.asarray(x), src_mask=jnp.asarray(mask))
         np.testing.assert_allclose(got, _np(want), rtol=1e-5, atol=1e-5)
         if normalize_before:  # gradients and the compiled call once
-            gx = jax.grad(lambda v: jnp.sum(ours(v, src_mask=jnp.asarray(mask)) ** 2))(jnp.asarray(x))
+            gx = jax.grad(lambda v, m=ours: jnp.sum(m(v, src_mask=jnp.asarray(mask)) ** 2))(jnp.asarray(x))
             np.testing.assert_allclose(gx, _np(xp.grad), rtol=1e-4, atol=1e-4)
-            compiled = pdx.jit(lambda v: ours(v, src_mask=jnp.asarray(mask)))(jnp.asarray(x))
+            compiled = pdx.jit(lambda v, m=ours: m(v, src_mask=jnp.asarray(mask)))(jnp.asarray(x))
             np.testing.assert_allclose(compiled, _np(want), rtol=1e-5, atol=1e-5)
 
     # transpose_qkv_wb: weight [embed, 3 * embed] holds the same projection as [3, heads, head_dim, embed]
@@ -148,11 +148,11 @@ def test_fused_ops_match_paddle_compositions(paddle, rng):
 
     # fused_rms_norm / fused_layer_norm over x + bias + residual (begin_norm_axis=2)
     h = T(x) + T(bias) + T(res)
-    out, resid, inv = IF.fused_rms_norm(x, w, b8, 1e-6, begin_norm_axis=2, bias=bias, residual=res)
+    out, resid, _ = IF.fused_rms_norm(x, w, b8, 1e-6, begin_norm_axis=2, bias=bias, residual=res)
     want = h * paddle.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * T(w) + T(b8)
     np.testing.assert_allclose(out, _np(want), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(resid, _np(h), rtol=1e-6)
-    out, resid, mean, var = IF.fused_layer_norm(x, w, b8, 1e-5, residual_alpha=0.5, begin_norm_axis=2, bias=bias,
+    out, resid, mean, _ = IF.fused_layer_norm(x, w, b8, 1e-5, residual_alpha=0.5, begin_norm_axis=2, bias=bias,
                                                 residual=res)
     h2 = T(x) + T(bias) + 0.5 * T(res)
     np.testing.assert_allclose(out, _np(PF.layer_norm(h2, [8], T(w), T(b8), 1e-5)), rtol=1e-5, atol=1e-5)

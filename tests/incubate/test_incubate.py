@@ -105,7 +105,7 @@ def test_lookahead_matches_paddle_eagerly_and_as_a_train_state(paddle, rng):
     net.set_state_dict({"weight": weights[0], "bias": weights[1]})
     opt = I.LookAhead(pdx.optimizer.Adam(0.1, parameters=net), alpha=0.3, k=3)
     state = pdx.train.TrainState.create(net, opt)
-    loss = lambda m, xb: jnp.mean(m(xb) ** 2)  # noqa: E731
+    loss = lambda m, xb: jnp.mean(m(xb) ** 2)
     for xb, (w, b) in zip(batches, want):
         _, grads = pdx.value_and_grad(loss)(net, jnp.asarray(xb))
         opt.step(grads)
@@ -120,6 +120,10 @@ def test_lookahead_matches_paddle_eagerly_and_as_a_train_state(paddle, rng):
     assert int(opt.state_dict()["lookahead/step"]) == 7
     with pytest.raises(ValueError, match="alpha"):
         I.LookAhead(opt.inner_optimizer, alpha=1.5)
+
+
+def _loss(model, xb):
+    return jnp.mean(model(xb) ** 2)
 
 
 def test_model_average_matches_paddle(paddle, rng):
@@ -140,7 +144,7 @@ def test_model_average_matches_paddle(paddle, rng):
     opt = pdx.optimizer.Adam(0.1, parameters=net)
     avg = I.ModelAverage(0.5, parameters=net.parameters(), min_average_window=2, max_average_window=3)
     for xb in batches:
-        _, grads = pdx.value_and_grad(lambda m: jnp.mean(m(jnp.asarray(xb)) ** 2))(net)
+        _, grads = pdx.value_and_grad(_loss)(net, jnp.asarray(xb))
         opt.step(grads)
         avg.step()
     np.testing.assert_allclose(net.weight[...], trained[-1][0], rtol=1e-4, atol=1e-5)

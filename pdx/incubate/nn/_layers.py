@@ -349,7 +349,7 @@ class FusedLinear(nn.Layer):
         self.bias = self.create_parameter([out_features], attr=bias_attr, is_bias=True, axis_names=(axes.MLP,),
                                           rngs=rngs)
 
-    def forward(self, input):  # noqa: A002  (Paddle's name)
+    def forward(self, input):
         return IF.fused_linear(input, self.weight, self.bias, self.transpose_weight)
 
 
