@@ -49,7 +49,25 @@ def _n_forward_inputs(network) -> int | None:
     params = list(sig.parameters.values())
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return None
-    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+    # Paddle counts every named positional argument of forward, defaults included
+    # (`inspect.getfullargspec(forward).args` minus self)
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _callback_list(callbacks):
+    """Paddle accepts one callback as well as a list of them."""
+    if callbacks is None or isinstance(callbacks, (list, tuple)):
+        return callbacks
+    return [callbacks]
+
+
+def _strip_suffix(path):
+    """`Model.load("x.pdparams")` means the files saved under `x` (Paddle accepts either form)."""
+    path = str(path)
+    for suffix in (".pdparams.safetensors", ".pdparams", ".pdopt.safetensors", ".pdopt"):
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
 
 
 def _specs(value):
@@ -375,7 +393,7 @@ class Model:
             steps = None
         if steps is not None and num_iters is not None:
             steps = min(steps, num_iters)
-        cbks = config_callbacks(callbacks, model=self, batch_size=batch_size, epochs=epochs, steps=steps,
+        cbks = config_callbacks(_callback_list(callbacks), model=self, batch_size=batch_size, epochs=epochs, steps=steps,
                                 log_freq=log_freq, verbose=verbose, save_freq=save_freq, save_dir=save_dir,
                                 metrics=self._metric_names(), mode="train")
         self.stop_training = False
@@ -464,7 +482,7 @@ class Model:
         self._need("evaluate")
         loader = _data.make_batches(eval_data, batch_size=batch_size, shuffle=False, drop_last=False,
                                     num_workers=num_workers, seed=self._seed, what="evaluate")
-        cbks = config_callbacks(callbacks, model=self, batch_size=batch_size, log_freq=log_freq, verbose=verbose,
+        cbks = config_callbacks(_callback_list(callbacks), model=self, batch_size=batch_size, log_freq=log_freq, verbose=verbose,
                                 metrics=self._metric_names(), mode="eval")
         logs = self._evaluate(loader, cbks, num_iters)
         logs.pop("samples", None)
@@ -480,7 +498,7 @@ class Model:
         self._need("predict")
         loader = _data.make_batches(test_data, batch_size=batch_size, shuffle=False, drop_last=False,
                                     num_workers=num_workers, seed=self._seed, what="predict")
-        cbks = config_callbacks(callbacks, model=self, batch_size=batch_size, verbose=verbose, mode="predict")
+        cbks = config_callbacks(_callback_list(callbacks), model=self, batch_size=batch_size, verbose=verbose, mode="predict")
         cbks.on_predict_begin()
         outputs, count = None, 0
         for step, batch in enumerate(loader):
@@ -516,13 +534,13 @@ class Model:
         """Load what `save` wrote (Paddle's `Model.load`).
 
         Args:
-          path: the prefix given to `save`.
+          path: the prefix given to `save` (a trailing `.pdparams` / `.pdopt`, as Paddle users write it, is dropped).
           skip_mismatch: load matching entries and warn about the rest instead of raising.
           reset_optimizer: keep the current (fresh) optimizer state.
         """
         if self._state is None:
             self._state = TrainState.create(self._network)
-        state, problems = _save.load_state(self._state, str(path), skip_mismatch=skip_mismatch,
+        state, problems = _save.load_state(self._state, _strip_suffix(path), skip_mismatch=skip_mismatch,
                                            reset_optimizer=reset_optimizer)
         for p in problems:
             warnings.warn(f"Model.load: skipped {p}", stacklevel=2)

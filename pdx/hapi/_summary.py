@@ -23,6 +23,17 @@ __all__ = ["summary", "flops"]
 _CONTAINERS = ("Sequential", "LayerList", "LayerDict")
 
 
+def _known_batch(shape, fname):
+    """Paddle's rule: one dim (the batch) may be None or -1 and is summarized as 1."""
+    unknown = [i for i, d in enumerate(shape) if d is None or (isinstance(d, int) and d == -1)]
+    if len(unknown) > 1:
+        raise ValueError(f"{fname}: Option input_size only the dim of batch_size can be None or -1; got input_size={shape}")
+    shape = tuple(1 if i in unknown else d for i, d in enumerate(shape))
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in shape):
+        raise ValueError(f"{fname}: input_size {shape} must hold positive ints (and at most one None/-1, the batch dim)")
+    return tuple(int(d) for d in shape)
+
+
 def _input_specs(input_size, dtypes, input, fname):
     if input is not None:
         arrays = list(input) if isinstance(input, (list, tuple)) else [input]
@@ -35,9 +46,7 @@ def _input_specs(input_size, dtypes, input, fname):
         sizes = [tuple(input_size)]
     else:
         raise TypeError(f"{fname}: input_size must be a shape tuple or a list of shapes; got {input_size!r}")
-    for s in sizes:
-        if not all(isinstance(d, int) and d > 0 for d in s):
-            raise ValueError(f"{fname}: input_size {s} must hold positive ints (use 1 for the batch dimension, not None/-1)")
+    sizes = [_known_batch(s, fname) for s in sizes]
     if dtypes is None:
         dtypes = ["float32"] * len(sizes)
     elif isinstance(dtypes, str) or not isinstance(dtypes, (list, tuple)):

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import nnx
 
 from pdx import _nnx
 from pdx.optimizer._optimizer import Optimizer
@@ -192,7 +193,7 @@ class LBFGS(Optimizer):
         self.history_size = int(history_size)
         self.line_search_fn = line_search_fn
         super().__init__(1.0, parameters, weight_decay, grad_clip, name)
-        self._lbfgs = {}  # Paddle's `state`: plain Python values and arrays between steps (eager only)
+        self._lbfgs = nnx.data({})  # Paddle's `state`: Python values and arrays between steps (eager only)
 
     def _group_transform(self, group, learning_rate):
         return optax.identity()
@@ -359,7 +360,7 @@ class LBFGS(Optimizer):
         if not isinstance(state_dict, Mapping) or "state" not in state_dict:
             raise KeyError(f"LBFGS.set_state_dict: expected {{'state': {{...}}}} as state_dict() returns; got keys "
                            f"{sorted(state_dict) if isinstance(state_dict, Mapping) else type(state_dict).__name__}")
-        self._lbfgs = dict(state_dict["state"])
+        self._lbfgs = nnx.data(dict(state_dict["state"]))
 
     set_dict = set_state_dict
 
