@@ -404,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", nargs="*", default=[], metavar="FOLDER=N",
                         help="run every N-th file of FOLDER only (a sample of a large folder)")
     parser.add_argument("--reuse", metavar="JSON",
-                        help="take the results of files a previous --json run has (e.g. paddle's) from it")
+                        help="take the results of a previous --json run for the backends not in --fresh")
+    parser.add_argument("--fresh", nargs="*", choices=BACKENDS,
+                        help="with --reuse: the backends to run again (default: those --reuse lacks a file for)")
     parser.add_argument("--json", help="write per-test outcomes, the table and the causes here")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -418,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse:
         for key, r in json.loads(pathlib.Path(args.reuse).read_text())["files"].items():
             backend, rel = key.split(":", 1)
-            if backend in args.backends and root / rel in files:
+            if backend in args.backends and backend not in (args.fresh or ()) and root / rel in files:
                 results[(backend, rel)] = FileResult(**r)
     by_folder = collections.defaultdict(list)
     for f in files:

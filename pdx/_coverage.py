@@ -1,9 +1,15 @@
 """Paddle API coverage: which public names of the installed paddle pdx has.
 
-`pdx coverage` walks the public names of each paddle module (its `__all__`,
-plus the public classes and functions paddle leaves out of `__all__` for the
-top level, `paddle.nn` and `paddle.nn.functional`) and the public methods of
-`paddle.Tensor`, and gives each one pdx status:
+`pdx coverage` walks the installed paddle's whole package tree (every module
+with no `_` in its path, found with pkgutil) and reports each one: the main
+modules of `MODULES` by their public names (their `__all__`, plus the public
+classes and functions paddle leaves out of `__all__` for the top level,
+`paddle.nn` and `paddle.nn.functional`), every other module by the names it
+defines or lists in `__all__`, and the public methods of `paddle.Tensor`,
+`paddle.nn.Layer` and `paddle.Model`. A module pdx leaves out is listed
+with the reason from `pdx._paddle_tree.EXCLUDED` (static-graph internals,
+downloaders, ...), so no namespace is outside the report. Each name gets a
+pdx status:
 
 * ``implemented`` — pdx has the name in the matching module (for Tensor
   methods: the method exists on `jax.Array` once pdx is imported);
@@ -34,7 +40,8 @@ import sys
 import types
 from typing import NamedTuple
 
-__all__ = ["DIFFERENCES", "MODULES", "ModuleReport", "report", "configure"]
+__all__ = ["DIFFERENCES", "MODULES", "ModuleReport", "all_modules", "configure", "excluded", "exclusions",
+           "paddle_modules", "report"]
 
 # paddle module -> pdx module ("paddle.Tensor" is the method table of a tensor).
 MODULES: dict[str, str] = {
@@ -72,7 +79,13 @@ MODULES: dict[str, str] = {
     "paddle.distributed": "pdx.distributed",
     "paddle.quantization": "pdx.quantization",
     "paddle.text": "pdx.text",
+    "paddle.nn.Layer": "pdx.nn.Layer",
+    "paddle.Model": "pdx.Model",
 }
+
+# Method tables: paddle class -> the pdx class whose attributes answer (paddle.Tensor is read from pdx._tensor).
+_CLASSES = {"paddle.nn.Layer": ("paddle.nn", "Layer", "pdx.nn", "Layer"),
+            "paddle.Model": ("paddle", "Model", "pdx.hapi", "Model")}
 
 # Modules whose __all__ leaves out public names users call (paddle.set_device, nn.HuberLoss, F.pdist, ...).
 _READ_DIR = {"paddle", "paddle.nn", "paddle.nn.functional"}
@@ -234,6 +247,49 @@ def _tensor_names(paddle) -> list[str]:
     return sorted(n for n in dir(paddle.Tensor) if not n.startswith("_"))
 
 
+def paddle_modules() -> list[str]:
+    """Every public module of the installed paddle (no `_` in its path), walking its package tree."""
+    import pkgutil
+
+    import paddle
+
+    return sorted(m.name for m in pkgutil.walk_packages(paddle.__path__, "paddle.", onerror=lambda name: None)
+                  if not any(part.startswith("_") for part in m.name.split(".")))
+
+
+def excluded(module_name: str) -> str | None:
+    """Why pdx leaves a paddle module out (pdx._paddle_tree.EXCLUDED), or None."""
+    from pdx import _paddle_tree
+
+    path = module_name[len("paddle."):]
+    for prefix, reason in _paddle_tree.EXCLUDED.items():
+        if path.startswith(prefix) if prefix.endswith(".") else (path == prefix or path.startswith(prefix + ".")):
+            if path in _paddle_tree.TREE or _is_real_pdx(path):
+                return None
+            return reason
+    return None
+
+
+def _is_real_pdx(path: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(f"pdx.{path}") is not None
+    except ImportError:
+        return False
+
+
+def _defined_names(module_name: str, module) -> list[str]:
+    """A submodule's own names: its `__all__`, else the classes and functions it defines."""
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in dir(module) if not n.startswith("_")
+                 and isinstance(getattr(module, n, None), (type, types.FunctionType))
+                 and getattr(getattr(module, n), "__module__", None) == module_name]
+    return sorted(n for n in names if n not in _INTERNAL and not n.startswith(_INTERNAL_PREFIXES)
+                  and hasattr(module, n) and not isinstance(getattr(module, n), types.ModuleType))
+
+
 def _pdx_lookup(pdx_name: str):
     """name -> object for the pdx side (None for a module pdx does not have)."""
     try:
@@ -273,8 +329,20 @@ def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
         return ModuleReport(paddle_name, pdx_name, {
             n: Entry("different", DIFFERENCES[f"paddle.Tensor.{n}"]) if f"paddle.Tensor.{n}" in DIFFERENCES
             else _tensor_entry(n, registered, reasons) for n in _tensor_names(paddle)})
+    if paddle_name in _CLASSES:
+        module, cls, pdx_module, pdx_cls = _CLASSES[paddle_name]
+        theirs = getattr(importlib.import_module(module), cls)
+        ours = getattr(importlib.import_module(pdx_module), pdx_cls)
+        entries = {}
+        for n in sorted(n for n in dir(theirs) if not n.startswith("_")):
+            full = f"{paddle_name}.{n}"
+            entries[n] = (Entry("different", DIFFERENCES[full]) if full in DIFFERENCES
+                          else Entry("in-place", _INPLACE_REASON) if n.endswith("_")
+                          else Entry("implemented") if hasattr(ours, n) else Entry("missing"))
+        return ModuleReport(paddle_name, pdx_name, entries)
     paddle_module = importlib.import_module(paddle_name)
-    names = _public_names(paddle_name, paddle_module)
+    names = (_public_names(paddle_name, paddle_module) if paddle_name in MODULES
+             else _defined_names(paddle_name, paddle_module))
     lookup = _pdx_lookup(pdx_name)
     entries = {}
     for n in names:
@@ -295,7 +363,9 @@ def _module_report(paddle, paddle_name: str, pdx_name: str) -> ModuleReport:
 
 
 def report(modules: list[str] | None = None) -> dict[str, ModuleReport]:
-    """Coverage of each paddle module (default: all of `MODULES`) by pdx.
+    """Coverage of each paddle module (default: `MODULES` and every public module of paddle's tree) by pdx.
+
+    Modules pdx leaves out (`excluded`) are not in the result; `exclusions()` lists them with the reason.
 
     Requires the paddlepaddle package (the names are read from it).
 
@@ -309,10 +379,25 @@ def report(modules: list[str] | None = None) -> dict[str, ModuleReport]:
         import paddle
     except ImportError:
         raise RuntimeError("pdx coverage reads the public names from paddle: pip install paddlepaddle") from None
-    unknown = [m for m in modules or () if m not in MODULES]
+    known = all_modules()
+    unknown = [m for m in modules or () if m not in known]
     if unknown:
-        raise ValueError(f"modules={unknown} are not covered; choose from {sorted(MODULES)}")
-    return {m: _module_report(paddle, m, MODULES[m]) for m in (modules or MODULES)}
+        raise ValueError(f"modules={unknown} are not covered; choose from `pdx coverage` (e.g. {sorted(MODULES)[:5]})")
+    return {m: _module_report(paddle, m, known[m]) for m in (modules or known)}
+
+
+def all_modules() -> dict[str, str]:
+    """paddle module -> pdx module for every reported module: MODULES first, then the tree, excluded ones left out."""
+    found = dict(MODULES)
+    for m in paddle_modules():
+        if m not in found and excluded(m) is None:
+            found[m] = "pdx." + m[len("paddle."):]
+    return found
+
+
+def exclusions() -> dict[str, str]:
+    """paddle module -> why pdx leaves it out, for every public paddle module not in the report."""
+    return {m: reason for m in paddle_modules() if m not in MODULES and (reason := excluded(m))}
 
 
 def _as_json(reports: dict[str, ModuleReport]) -> dict:
@@ -333,12 +418,21 @@ def _as_json(reports: dict[str, ModuleReport]) -> dict:
 
 
 def _table(reports: dict[str, ModuleReport]) -> str:
-    head = f"{'paddle module':<28} {'names':>5} {'impl':>5} {'alias':>5} {'diff':>5} {'inpl':>5} {'miss':>5} {'cover':>7}"
+    head = f"{'paddle module':<44} {'names':>5} {'impl':>5} {'alias':>5} {'diff':>5} {'inpl':>5} {'miss':>5} {'cover':>7}"
     rows = [head, "-" * len(head)]
     for m, r in reports.items():
-        rows.append(f"{m:<28} {len(r.names):>5} {r.count('implemented'):>5} {r.count('alias'):>5} "
+        rows.append(f"{m:<44} {len(r.names):>5} {r.count('implemented'):>5} {r.count('alias'):>5} "
                     f"{r.count('different'):>5} {r.count('in-place'):>5} {r.count('missing'):>5} "
                     f"{100 * r.coverage:>6.1f}%")
+    return "\n".join(rows)
+
+
+def _markdown(reports: dict[str, ModuleReport]) -> str:
+    rows = ["| paddle module | names | impl | alias | diff | in-place | missing | coverage |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m, r in reports.items():
+        rows.append(f"| {m} | {len(r.names)} | {r.count('implemented')} | {r.count('alias')} | "
+                    f"{r.count('different')} | {r.count('in-place')} | {r.count('missing')} | {100 * r.coverage:.1f}% |")
     return "\n".join(rows)
 
 
@@ -348,6 +442,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="paddle modules to report (default: all), e.g. paddle.nn paddle.Tensor")
     parser.add_argument("--missing", action="store_true", help="also list each module's missing names")
     parser.add_argument("--different", action="store_true", help="also list the deliberate differences and why")
+    parser.add_argument("--excluded", action="store_true", help="also list the paddle modules pdx leaves out and why")
+    parser.add_argument("--markdown", action="store_true", help="the table as Markdown, one line per module")
     parser.add_argument("--json", metavar="FILE", help="write the full report (every name) as JSON ('-' = stdout)")
     parser.set_defaults(func=_run)
 
@@ -365,7 +461,10 @@ def _run(args: argparse.Namespace) -> int:
             return 0
         with open(args.json, "w") as f:
             f.write(text + "\n")
-    print(_table(reports))
+    print(_markdown(reports) if args.markdown else _table(reports))
+    if args.excluded:
+        for m, reason in exclusions().items():
+            print(f"{m}: excluded: {reason}")
     for m, r in reports.items():
         if args.missing and r.count("missing"):
             print(f"\n{m} missing: " + ", ".join(n for n, e in r.names.items() if e.status == "missing"))
