@@ -1,16 +1,17 @@
 """`spectral_norm(layer)`: reparameterize a layer's weight as weight_orig / sigma(weight_orig).
 
-Paddle does this with a forward pre-hook. pdx layers have no hooks, so the
-layer's class is swapped for a cached subclass whose `forward` first writes
-the normalized weight into a non-persistable buffer named like the old
-parameter, then runs the original forward (which reads it as before). In
-training mode each call runs `n_power_iterations` of power iteration and
-stores the new `weight_u` / `weight_v` (as BatchNorm stores its statistics:
-eagerly in place, under `pdx.jit` / `nnx.jit` as returned state); no gradient
-flows through u and v, as in Paddle.
+As in Paddle, a forward pre-hook writes the normalized weight, before each
+call, into a non-persistable buffer named like the old parameter, which the
+layer's own forward reads as before. In training mode each call runs
+`n_power_iterations` of power iteration and stores the new `weight_u` /
+`weight_v` (as BatchNorm stores its statistics: eagerly in place, under
+`pdx.jit` / `nnx.jit` as returned state); no gradient flows through u and v,
+as in Paddle.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -47,22 +48,12 @@ def _normalize_weights(layer) -> None:
         getattr(layer, name).set_value(weight / (u @ mat @ v))
 
 
-_CLASSES: dict[type, type] = {}
+@dataclasses.dataclass(frozen=True)
+class SpectralNorm:
+    """The forward pre-hook `spectral_norm` registers: normalizes every weight listed in `layer._spectral_norms`."""
 
-
-def _normed_class(cls: type) -> type:
-    """A cached direct subclass of `cls` (same instance layout, so __class__ can be swapped)."""
-    if getattr(cls, "_spectral_normed", False):
-        return cls
-    if cls not in _CLASSES:
-        def forward(self, *inputs, **kwargs):
-            _normalize_weights(self)
-            return cls.forward(self, *inputs, **kwargs)
-
-        _CLASSES[cls] = type(cls)(cls.__name__, (cls,), {
-            "__module__": cls.__module__, "__doc__": cls.__doc__, "__qualname__": cls.__qualname__,
-            "forward": forward, "_spectral_normed": True, "_spectral_norms": ()})
-    return _CLASSES[cls]
+    def __call__(self, layer, inputs) -> None:
+        _normalize_weights(layer)
 
 
 def spectral_norm(layer, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
@@ -116,7 +107,8 @@ def spectral_norm(layer, name="weight", n_power_iterations=1, eps=1e-12, dim=Non
     setattr(layer, name, Buffer(weight * 1.0, persistable=False))
     layer.register_buffer(name + "_u", u)
     layer.register_buffer(name + "_v", v)
-    object.__setattr__(layer, "__class__", _normed_class(type(layer)))
+    if not any(isinstance(h.fn, SpectralNorm) for h in layer._forward_pre_hooks):
+        layer.register_forward_pre_hook(SpectralNorm())
     layer._spectral_norms = tuple(getattr(layer, "_spectral_norms", ())) + ((name, int(n_power_iterations),
                                                                             int(dim), eps),)
     return layer
