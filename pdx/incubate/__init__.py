@@ -7,7 +7,8 @@ layers and ops as plain compositions XLA fuses; the segment and graph ops are
 """
 
 from pdx.geometric import segment_max, segment_mean, segment_min, segment_sum
-from pdx.incubate import nn, optimizer
+from pdx.incubate import jit, nn, optimizer
+from pdx.incubate._inference import inference
 from pdx.incubate._ops import graph_khop_sampler
 from pdx.incubate._ops import graph_reindex
 from pdx.incubate._ops import graph_sample_neighbors
@@ -25,6 +26,8 @@ __all__ = [
     "graph_sample_neighbors",
     "graph_send_recv",
     "identity_loss",
+    "inference",
+    "jit",
     "nn",
     "optimizer",
     "segment_max",

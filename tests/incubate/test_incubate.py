@@ -162,8 +162,31 @@ def test_model_average_matches_paddle(paddle, rng):
         I.ModelAverage(0, parameters=net.parameters())
 
 
+def test_inference_decorator_compiles_layers_and_forward_methods(paddle, rng):
+    w, x = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)
+    want = _np(paddle.matmul(paddle.to_tensor(x), paddle.to_tensor(w)))
+
+    class Net(pdx.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fn = pdx.nn.Linear(4, 3, bias_attr=False)
+
+        @I.jit.inference()
+        def forward(self, v):
+            return self.fn(v)
+
+    net = Net()
+    net.fn.set_state_dict({"weight": w})
+    np.testing.assert_allclose(net(x), want, rtol=1e-5, atol=1e-6)
+    layer = pdx.nn.Linear(4, 3, bias_attr=False)
+    layer.set_state_dict({"weight": w})
+    np.testing.assert_allclose(I.inference(layer)(x), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="precision_mode"):
+        I.inference(layer, precision_mode="float16")
+
+
 @pytest.mark.parametrize("package", ["pdx.incubate", "pdx.incubate.nn", "pdx.incubate.nn.functional",
-                                     "pdx.incubate.optimizer", "pdx.hub"])
+                                     "pdx.incubate.optimizer", "pdx.incubate.jit", "pdx.hub"])
 def test_public_names_import_and_have_docstrings(package):
     import importlib
 
