@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -203,6 +204,15 @@ def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, cli
     if c != expected:
         raise ValueError(f"yolo_box: x has {c} channels; {a} anchors and class_num={class_num} need {expected}"
                          f"{' (iou_aware)' if iou_aware else ''}")
+    return _yolo_box(x, jnp.asarray(img_size), tuple(anchors), class_num, float(conf_thresh), int(downsample_ratio),
+                     bool(clip_bbox), float(scale_x_y), bool(iou_aware), float(iou_aware_factor))
+
+
+@functools.partial(jax.jit, static_argnums=tuple(range(2, 10)))
+def _yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, clip_bbox, scale_x_y, iou_aware,
+              iou_aware_factor):
+    a = len(anchors) // 2
+    n, _, h, w = x.shape
     if iou_aware:
         iou, x = x[:, :a], x[:, a:]
     p = x.reshape(n, a, 5 + class_num, h, w)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -84,6 +85,18 @@ def deform_conv2d(x, offset, weight, bias=None, stride=1, padding=0, dilation=1,
         if mask.shape != (n, deformable_groups * k, ho, wo):
             raise ValueError(f"deform_conv2d: mask must have shape {(n, deformable_groups * k, ho, wo)}; "
                              f"got {tuple(mask.shape)}")
+    if bias is not None:
+        bias = jnp.asarray(bias, x.dtype).reshape(o)
+    return _deform_conv2d(x, offset, weight, bias, mask, (sh, sw), (ph, pw), (dh, dw), deformable_groups, groups)
+
+
+@functools.partial(jax.jit, static_argnums=(5, 6, 7, 8, 9))
+def _deform_conv2d(x, offset, weight, bias, mask, stride, padding, dilation, deformable_groups, groups):
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    n, c, h, w = x.shape
+    o, cin_g, kh, kw = weight.shape
+    k = kh * kw
+    ho, wo = offset.shape[2:]
     off = offset.reshape(n, deformable_groups, k, 2, ho, wo)
     ki, kj = jnp.divmod(jnp.arange(k), kw)
     base_h = (jnp.arange(ho) * sh - ph)[None, :, None] + (ki * dh)[:, None, None]  # [K, Ho, 1]
@@ -99,7 +112,7 @@ def deform_conv2d(x, offset, weight, bias=None, stride=1, padding=0, dilation=1,
     wmat = weight.reshape(groups, o // groups, cin_g * k)
     out = jnp.einsum("gok,ngkp->ngop", wmat, cols, precision=_HI).reshape(n, o, ho, wo)
     if bias is not None:
-        out = out + jnp.asarray(bias, x.dtype).reshape(1, o, 1, 1)
+        out = out + bias.reshape(1, o, 1, 1)
     return out
 
 

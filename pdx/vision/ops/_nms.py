@@ -9,6 +9,8 @@ indices padded with -1.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,8 +30,10 @@ def _iou_matrix(a, b, normalized=True):
     area = lambda t: (t[:, 2] - t[:, 0] + one) * (t[:, 3] - t[:, 1] + one)  # noqa: E731
     lt = jnp.maximum(a[:, None, :2], b[None, :, :2])
     rb = jnp.minimum(a[:, None, 2:], b[None, :, 2:])
+    # Boxes apart on an axis do not overlap, even when the +1 of pixel boxes would bridge the gap.
+    apart = jnp.any(rb < lt, axis=-1)
     wh = jnp.maximum(rb - lt + one, 0.0)
-    inter = wh[..., 0] * wh[..., 1]
+    inter = jnp.where(apart, 0.0, wh[..., 0] * wh[..., 1])
     union = area(a)[:, None] + area(b)[None, :] - inter
     return jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
 
@@ -48,6 +52,16 @@ def _greedy_keep(suppresses):
 
     keep0 = jnp.zeros((n,), bool)
     return jax.lax.fori_loop(0, n, body, (keep0, jnp.zeros((n,), bool)))[0]
+
+
+@jax.jit
+def _nms_keep(sorted_boxes, cats, valid, iou_threshold):
+    """Keep mask of greedy NMS over sorted boxes, suppressing within a category when `cats` is given."""
+    suppresses = _iou_matrix(sorted_boxes, sorted_boxes) > iou_threshold
+    if cats is not None:
+        suppresses = suppresses & (cats[:, None] == cats[None, :]) & valid[:, None]
+    keep = _greedy_keep(suppresses)
+    return keep if valid is None else keep & valid
 
 
 def _require_eager(op, *xs):
@@ -93,19 +107,15 @@ def nms(boxes, iou_threshold=0.3, scores=None, category_idxs=None, categories=No
         if scores.shape[0] != n:
             raise ValueError(f"nms: scores must have one value per box ({n}); got shape {tuple(scores.shape)}")
         order = jnp.argsort(-scores, stable=True)
-    sorted_boxes = boxes[order]
-    suppresses = _iou_matrix(sorted_boxes, sorted_boxes) > iou_threshold
-    valid = jnp.ones((n,), bool)
+    cats, valid = None, None
     if scores is not None and category_idxs is not None:
         if categories is None:
             raise ValueError("nms: category_idxs needs categories, the list of category ids to keep")
         if top_k is not None and top_k > n:
             raise ValueError(f"nms: top_k={top_k} must be at most the number of boxes ({n})")
         cats = jnp.asarray(category_idxs).reshape(-1)[order]
-        suppresses = suppresses & (cats[:, None] == cats[None, :])
         valid = jnp.isin(cats, jnp.asarray(list(categories), cats.dtype))
-        suppresses = suppresses & valid[:, None]
-    keep = _greedy_keep(suppresses) & valid
+    keep = _nms_keep(boxes[order], cats, valid, float(iou_threshold))
     kept = order[np.flatnonzero(np.asarray(keep))]
     if scores is not None and category_idxs is not None and top_k is not None:
         kept = kept[:top_k]
@@ -130,6 +140,14 @@ def _matrix_decay(boxes, scores, nms_top_k, score_threshold, use_gaussian, gauss
         decay = (1.0 - iou) / (1.0 - iou_max[:, None])
     decay = jnp.where(upper, decay, 1.0).min(axis=0)
     return order, jnp.where(valid, s * decay, -jnp.inf), valid
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
+def _matrix_decay_all(bboxes, scores, nms_top_k, score_threshold, use_gaussian, gaussian_sigma, normalized):
+    """Decayed scores for every image and class: bboxes [N, M, 4], scores [N, C, M]."""
+    one = lambda b, s: _matrix_decay(b, s, nms_top_k, score_threshold, use_gaussian, gaussian_sigma,  # noqa: E731
+                                     normalized)[:2]
+    return jax.vmap(jax.vmap(one, (None, 0)))(bboxes, scores)
 
 
 def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
@@ -170,9 +188,9 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
     if scores.shape[0] != n or scores.shape[2] != m:
         raise ValueError(f"matrix_nms: scores must be [N, C, M] = [{n}, C, {m}]; got {tuple(scores.shape)}")
     classes = [c for c in range(scores.shape[1]) if c != background_label]
-    decay = jax.vmap(jax.vmap(lambda b, s: _matrix_decay(b, s, nms_top_k, score_threshold, use_gaussian,
-                                                         gaussian_sigma, normalized), (None, 0)))
-    order, decayed, _ = decay(bboxes, scores[:, jnp.asarray(classes, jnp.int32)] if classes else scores[:, :0])
+    class_scores = scores[:, jnp.asarray(classes, jnp.int32)] if classes else scores[:, :0]
+    order, decayed = _matrix_decay_all(bboxes, class_scores, int(nms_top_k), float(score_threshold),
+                                       bool(use_gaussian), float(gaussian_sigma), bool(normalized))
     order, decayed, boxes_np = np.asarray(order), np.asarray(decayed), np.asarray(bboxes)
     rows, index, rois_num = [], [], []
     for i in range(n):

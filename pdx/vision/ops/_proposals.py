@@ -4,6 +4,7 @@ per-box arithmetic (decoding, clipping, IoU, level assignment) is JAX."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -29,6 +30,26 @@ def _decode(anchors, deltas, variances, offset):
     return jnp.stack([pcx - pw / 2, pcy - ph / 2, pcx + pw / 2 - offset, pcy + ph / 2 - offset], -1)
 
 
+@functools.partial(jax.jit, static_argnums=(5, 6, 7))
+def _candidates(scores, deltas, anchors, variances, img_size, top_n, pixel_offset, min_size):
+    """One image's best `top_n` anchors decoded and clipped, their scores, and which are big enough."""
+    offset = 1.0 if pixel_offset else 0.0
+    s = jnp.transpose(scores, (1, 2, 0)).reshape(-1)
+    d = jnp.transpose(deltas, (1, 2, 0)).reshape(-1, 4)
+    order = jnp.argsort(-s, stable=True)[:top_n]
+    props = _decode(anchors[order], d[order], variances[order], offset)
+    im_h, im_w = img_size[0], img_size[1]
+    props = jnp.stack([jnp.clip(props[:, 0], 0, im_w - offset), jnp.clip(props[:, 1], 0, im_h - offset),
+                       jnp.clip(props[:, 2], 0, im_w - offset), jnp.clip(props[:, 3], 0, im_h - offset)], -1)
+    ws = props[:, 2] - props[:, 0] + offset
+    hs = props[:, 3] - props[:, 1] + offset
+    keep = (ws >= min_size) & (hs >= min_size)
+    if pixel_offset:
+        keep &= (props[:, 0] + ws / 2 <= im_w) & (props[:, 1] + hs / 2 <= im_h)
+    return props, s[order], keep
+
+
+@functools.partial(jax.jit, static_argnums=(3,))
 def _adaptive_nms(boxes, threshold, eta, normalized):
     """Greedy NMS over boxes in priority order; with eta < 1 the threshold shrinks
     by eta after each kept box while above 0.5 (Paddle's adaptive NMS)."""
@@ -87,33 +108,21 @@ def generate_proposals(scores, bbox_deltas, img_size, anchors, variances, pre_nm
         raise ValueError(f"generate_proposals: with scores {tuple(scores.shape)} need bbox_deltas {(n, 4 * a, h, w)} "
                          f"and anchors/variances [{h}, {w}, {a}, 4]; got {tuple(deltas.shape)}, "
                          f"{tuple(anchors.shape)}, {tuple(variances.shape)}")
-    offset = 1.0 if pixel_offset else 0.0
     min_size = max(float(min_size), 1.0)
     all_rois, all_probs, nums = [], [], []
+    top_n = int(pre_nms_top_n) if 0 < pre_nms_top_n < a * h * w else a * h * w
     for i in range(n):
-        s = jnp.transpose(scores[i], (1, 2, 0)).reshape(-1)
-        d = jnp.transpose(deltas[i], (1, 2, 0)).reshape(-1, 4)
-        order = jnp.argsort(-s, stable=True)
-        if 0 < pre_nms_top_n < s.shape[0]:
-            order = order[:pre_nms_top_n]
-        props = _decode(anchors[order], d[order], variances[order], offset)
-        im_h, im_w = img_size[i, 0], img_size[i, 1]
-        props = jnp.stack([jnp.clip(props[:, 0], 0, im_w - offset), jnp.clip(props[:, 1], 0, im_h - offset),
-                           jnp.clip(props[:, 2], 0, im_w - offset), jnp.clip(props[:, 3], 0, im_h - offset)], -1)
-        ws = props[:, 2] - props[:, 0] + offset
-        hs = props[:, 3] - props[:, 1] + offset
-        keep = (ws >= min_size) & (hs >= min_size)
-        if pixel_offset:
-            keep &= (props[:, 0] + ws / 2 <= im_w) & (props[:, 1] + hs / 2 <= im_h)
+        props, probs, keep = _candidates(scores[i], deltas[i], anchors, variances, img_size[i], top_n,
+                                         bool(pixel_offset), min_size)
         keep = np.flatnonzero(np.asarray(keep))
         if keep.size == 0:
             all_rois.append(jnp.zeros((1, 4), scores.dtype))
             all_probs.append(jnp.zeros((1, 1), scores.dtype))
             nums.append(1)
             continue
-        props, probs = props[keep], s[order][keep]
+        props, probs = props[keep], probs[keep]
         if nms_thresh > 0:
-            kept = np.flatnonzero(np.asarray(_adaptive_nms(props, nms_thresh, eta, not pixel_offset)))
+            kept = np.flatnonzero(np.asarray(_adaptive_nms(props, float(nms_thresh), float(eta), not pixel_offset)))
             props, probs = props[kept], probs[kept]
         if post_nms_top_n > 0:
             props, probs = props[:post_nms_top_n], probs[:post_nms_top_n]

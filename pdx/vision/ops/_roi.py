@@ -4,7 +4,7 @@ psroi_pool differentiate with respect to `x`."""
 
 from __future__ import annotations
 
-import math
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -68,9 +68,27 @@ def roi_align(x, boxes, boxes_num, output_size, spatial_scale=1.0, sampling_rati
     op = "roi_align"
     x, boxes = _check(x, boxes, op)
     ph, pw = pair(output_size, op, "output_size")
-    n, c, h, w = x.shape
+    batch_idx = roi_batch_index(boxes_num, boxes.shape[0], x.shape[0], op)
+    if sampling_ratio > 0:
+        gh = gw = int(sampling_ratio)
+    else:
+        if not is_concrete(boxes):
+            raise ValueError("roi_align: sampling_ratio=-1 picks the samples per bin from the box values, which "
+                             "are not known while tracing (pdx.jit); pass a positive sampling_ratio, e.g. 2")
+        b = np.asarray(boxes, np.float64) * spatial_scale
+        sizes = b[:, 2:] - b[:, :2]
+        if not aligned:
+            sizes = np.maximum(sizes, 1.0)
+        gh = max(int(np.ceil(sizes[:, 1] / ph).max()) if len(b) else 1, 1)
+        gw = max(int(np.ceil(sizes[:, 0] / pw).max()) if len(b) else 1, 1)
+    return _roi_align(x, boxes, batch_idx, float(spatial_scale), ph, pw, gh, gw, sampling_ratio <= 0, bool(aligned))
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4, 5, 6, 7, 8, 9))
+def _roi_align(x, boxes, batch_idx, spatial_scale, ph, pw, gh, gw, adaptive, aligned):
+    """roi_align on a static sample grid of gh x gw per bin (per-box grids masked inside it when adaptive)."""
+    h, w = x.shape[2:]
     k = boxes.shape[0]
-    batch_idx = roi_batch_index(boxes_num, k, n, op)
     offset = 0.5 if aligned else 0.0
     b = boxes * spatial_scale - offset
     x1, y1, x2, y2 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
@@ -78,18 +96,10 @@ def roi_align(x, boxes, boxes_num, output_size, spatial_scale=1.0, sampling_rati
     if not aligned:
         roi_w, roi_h = jnp.maximum(roi_w, 1.0), jnp.maximum(roi_h, 1.0)
     bin_h, bin_w = roi_h / ph, roi_w / pw
-    if sampling_ratio > 0:
-        gh = gw = int(sampling_ratio)
-        grid_h = jnp.full((k,), gh, x.dtype)
-        grid_w = jnp.full((k,), gw, x.dtype)
+    if adaptive:
+        grid_h, grid_w = jnp.ceil(roi_h / ph), jnp.ceil(roi_w / pw)
     else:
-        if not is_concrete(boxes):
-            raise ValueError("roi_align: sampling_ratio=-1 picks the samples per bin from the box values, which "
-                             "are not known while tracing (pdx.jit); pass a positive sampling_ratio, e.g. 2")
-        grid_h = jnp.ceil(roi_h / ph)
-        grid_w = jnp.ceil(roi_w / pw)
-        gh = max(int(jnp.max(grid_h)) if k else 1, 1)
-        gw = max(int(jnp.max(grid_w)) if k else 1, 1)
+        grid_h, grid_w = jnp.full((k,), gh, x.dtype), jnp.full((k,), gw, x.dtype)
     # Sample coordinates [K, ph, gh] and [K, pw, gw]; samples past a box's own grid are masked.
     iy, ix = jnp.arange(gh, dtype=x.dtype), jnp.arange(gw, dtype=x.dtype)
     ys = (y1[:, None, None] + jnp.arange(ph, dtype=x.dtype)[None, :, None] * bin_h[:, None, None]
@@ -134,8 +144,13 @@ def roi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
     op = "roi_pool"
     x, boxes = _check(x, boxes, op)
     ph, pw = pair(output_size, op, "output_size")
-    n, c, h, w = x.shape
-    batch_idx = roi_batch_index(boxes_num, boxes.shape[0], n, op)
+    batch_idx = roi_batch_index(boxes_num, boxes.shape[0], x.shape[0], op)
+    return _roi_pool(x, boxes, batch_idx, float(spatial_scale), ph, pw)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4, 5))
+def _roi_pool(x, boxes, batch_idx, spatial_scale, ph, pw):
+    h, w = x.shape[2:]
     r = jnp.round(boxes * spatial_scale)
     x1, y1, x2, y2 = r[:, 0], r[:, 1], r[:, 2], r[:, 3]
     roi_h = jnp.maximum(y2 - y1 + 1, 1.0)
@@ -183,8 +198,14 @@ def psroi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0, name=None):
     if c % (ph * pw):
         raise ValueError(f"psroi_pool: the input channels ({c}) must be divisible by output_size[0] * "
                          f"output_size[1] = {ph * pw}")
-    out_c = c // (ph * pw)
     batch_idx = roi_batch_index(boxes_num, boxes.shape[0], n, op)
+    return _psroi_pool(x, boxes, batch_idx, float(spatial_scale), ph, pw)
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4, 5))
+def _psroi_pool(x, boxes, batch_idx, spatial_scale, ph, pw):
+    c, h, w = x.shape[1:]
+    out_c = c // (ph * pw)
     r = jnp.round(boxes)
     x1, y1 = r[:, 0] * spatial_scale, r[:, 1] * spatial_scale
     x2, y2 = (r[:, 2] + 1.0) * spatial_scale, (r[:, 3] + 1.0) * spatial_scale
