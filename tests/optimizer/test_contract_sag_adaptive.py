@@ -1,6 +1,7 @@
 """Contract of ASGD, Adadelta, NAdam, RAdam, Rprop and LBFGS: Paddle's
 signatures and defaults; the same steps eagerly and inside pdx.jit; the
-state_dict round trip; the same math through `transformation()`."""
+state_dict round trip; the same math through `transformation()` (LBFGS's
+state round trip is in test_lbfgs.py)."""
 
 import inspect
 
@@ -41,7 +42,10 @@ def _loss(model, x):
 
 def test_eager_jit_and_transformation_agree():
     xs = [jax.random.normal(jax.random.key(i), (4, 3)) for i in range(3)]
-    for name, kw in NEW.items():
+    # the trajectory test covers every one eagerly against paddle; here the three state layouts:
+    # a step counter and slots (ASGD), float32 scalar accumulators (RAdam), no lr stage (Rprop)
+    for name in ("ASGD", "RAdam", "Rprop"):
+        kw = NEW[name]
         eager_net, jit_net, tx_net = _net(), _net(), _net()
         eager, compiled = getattr(optimizer, name)(parameters=eager_net, **kw), getattr(optimizer, name)(parameters=jit_net, **kw)
 
@@ -68,14 +72,3 @@ def test_eager_jit_and_transformation_agree():
         for k, v in eager.state_dict().items():
             np.testing.assert_array_equal(np.asarray(fresh.state_dict()[k]), np.asarray(v), err_msg=f"{name} {k}")
 
-
-def test_lbfgs_state_dict_round_trip():
-    net = _net()
-    opt = optimizer.LBFGS(parameters=net, max_iter=2)
-    x = jnp.ones((2, 3))
-    opt.step(lambda: _loss(net, x))
-    state = opt.state_dict()
-    assert state["state"]["func_evals"] == 2 and state["state"]["n_iter"] == 1  # max_eval = max_iter * 5 // 4 = 2
-    other = optimizer.LBFGS(parameters=_net(), max_iter=2)
-    other.set_state_dict(state)
-    assert other.state_dict()["state"]["n_iter"] == 1

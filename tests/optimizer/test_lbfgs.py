@@ -81,6 +81,11 @@ def test_lbfgs_closure_forms_and_errors():
 
     first = opt.step(lambda: pdx.value_and_grad(loss_fn)(net))  # (loss, grads) form
     assert float(loss_fn(net)) < float(first)
+    state = opt.state_dict()["state"]
+    assert state["func_evals"] == 3 and state["n_iter"] == 2  # max_eval = max_iter * 5 // 4 = 3
+    other = optimizer.LBFGS(parameters=pdx.nn.Linear(2, 1), max_iter=3)
+    other.set_state_dict(opt.state_dict())
+    np.testing.assert_array_equal(np.asarray(other.state_dict()["state"]["d"]), np.asarray(state["d"]))
     with pytest.raises(TypeError, match="closure"):
         opt.step()
     with pytest.raises(NotImplementedError, match="optax.lbfgs"):
