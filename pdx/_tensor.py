@@ -1038,7 +1038,10 @@ class Tensor(metaclass=_TensorMeta):
     `isinstance(x, pdx.Tensor)` is true for every `jax.Array`, traced ones
     included (the same test as `pdx.is_tensor(x)`); numpy arrays and Flax
     Variables are not Tensors. `pdx.Tensor(data, dtype=None)` builds a tensor
-    like `pdx.to_tensor(data, dtype)`, and `pdx.Tensor.add(x, y)` calls `x.add(y)`.
+    like `pdx.to_tensor(data, dtype)`, and `pdx.Tensor.add(x, y)` calls `x.add(y)` for
+    every Tensor method (also `pdx.Tensor.lerp(x=a, y=b, weight=w)`, lists for
+    `pdx.Tensor.add_n([a, b])`, numpy input; properties are descriptors:
+    `pdx.Tensor.ndim.__get__(x)`).
     No object is ever an instance of this class itself.
 
     Example:
