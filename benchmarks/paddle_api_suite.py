@@ -61,6 +61,7 @@ DEFAULT_ROOT = "/tmp/paddletest/framework/api"
 DEFAULT_MIRROR = "/work/.mirror/PaddlePaddle+PaddleTest/repo"
 BACKENDS = ("paddle", "pdx")
 REPO = pathlib.Path(__file__).resolve().parents[1]
+_DEBUG = os.environ.get("PDX_SUITE_DEBUG") == "1"  # workers' stderr to the terminal
 
 
 class FileResult(NamedTuple):
@@ -202,7 +203,7 @@ def _run_one(backend: str, path: pathlib.Path) -> dict:
     start = time.perf_counter()
     pytest.main([str(path), "-q", "-p", "no:cacheprovider", "-p", "no:warnings", "-o", "log_cli=false",
                  "--no-header", "-rN"], plugins=[collector])
-    for name in [m for m, mod in sys.modules.items() if getattr(mod, "__file__", None) == str(path)]:
+    for name in [m for m, mod in list(sys.modules.items()) if mod.__dict__.get("__file__") == str(path)]:
         del sys.modules[name]  # the next folder may hold a file of the same name
     return {"outcomes": collector.outcomes, "messages": collector.messages, "error": "; ".join(collector.errors),
             "seconds": time.perf_counter() - start}
@@ -213,8 +214,7 @@ def _child(backend: str, folder: str) -> int:
     answer = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # pytest's and the tests' output go nowhere; the answers go to the parent
-    os.dup2(devnull, 2)
-    sys.stdout = sys.stderr = open(os.devnull, "w")
+    sys.stdout = open(os.devnull, "w")  # (stderr stays: the parent sends it to /dev/null, --debug shows it)
     path = pathlib.Path(folder).resolve()
     sys.path.insert(0, str(path))
     os.chdir(path)
@@ -269,7 +269,8 @@ def _worker(backend: str, folder: pathlib.Path) -> subprocess.Popen:
         env["JAX_ENABLE_X64"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, __file__, "--child", backend, str(folder)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=folder)
+                            stdout=subprocess.PIPE, stderr=None if _DEBUG else subprocess.DEVNULL, text=True, env=env,
+                            cwd=folder)
 
 
 def run_files(backend: str, files: list[pathlib.Path], timeout: float, startup: float = 90):

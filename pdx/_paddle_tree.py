@@ -243,7 +243,7 @@ class _TreeModule(types.ModuleType):
         elif name == "__all__":
             value = sorted({n for s in sources(path) for n in getattr(importlib.import_module(s), "__all__", ())}
                            | set(legacy))
-        elif name.startswith("__") and name not in self.__all__:  # __file__, __wrapped__, ...: not forwarded
+        elif name.startswith("__") and name not in self.__dict__.get("__all__", ()):  # __file__, ...: not forwarded
             raise AttributeError(name)
         elif f"{path}.{name}" in TREE:
             return importlib.import_module(f"{self.__name__}.{name}")

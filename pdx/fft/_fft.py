@@ -109,6 +109,8 @@ def _one_axis(kind, x, n, axis, norm, op):
 
 
 def _two_axes(kind, x, s, axes, norm, op):
+    if axes is None:  # as Paddle: the n-D transform (the last len(s) axes, or every axis)
+        return _transform(kind, x, s, None, norm, op)
     axes = int_list(axes, op=op, name="axes")
     if len(axes) != 2:
         raise op_error(op, f"`axes`={axes} must name exactly two axes")

@@ -48,6 +48,9 @@ def test_transforms_match_paddle(paddle, rng):
             ("fftn", cplx3, kw), ("fftn", real3, dict(kw, s=[3, 4])), ("ifftn", cplx3, dict(kw, axes=[0, 2])),
             ("rfftn", real3, kw), ("irfftn", half, dict(kw, s=[2, 3, 7])), ("irfftn", half, dict(kw, axes=[1])),
             ("hfftn", half, dict(kw, axes=[-1, 0])), ("ihfftn", real3, dict(kw, s=[4, 4], axes=[0, 2])),
+            # axes=None: the 2-D transforms act as the n-D ones (every axis, or the last len(s))
+            ("rfft2", real3, dict(kw, axes=None)), ("fft2", cplx3, dict(kw, s=[2, 3], axes=None)),
+            ("ihfft2", real3, dict(kw, s=[1, 2], axes=None)),
         ]
     cases += [("fft", np.arange(6).astype(np.int32), {}), ("rfft", np.arange(7).astype(np.int32), {"n": 4})]
     for name, x, kw in cases:
