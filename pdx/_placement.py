@@ -1,4 +1,5 @@
-"""Sharding facts recorded on nnx Variables: logical axis names and placement.
+"""Sharding facts recorded on nnx Variables (logical axis names, placement), and the one rule
+from logical names to mesh axes (`logical_to_spec`, `constrain` under the active `use_mesh`).
 
 Two facts travel with a Variable as nnx metadata, and this module is the only
 code that reads or writes either:
@@ -27,17 +28,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import math
+
 import jax
 from flax import nnx
-from jax.sharding import NamedSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from pdx import _trace_context
 
 __all__ = [
     "Placement",
+    "active_mesh",
     "axes_metadata",
+    "constrain",
     "constrain_grad",
     "constrain_value",
     "drop_placement",
     "logical_axes",
+    "logical_to_spec",
     "place",
     "placement_of",
     "set_logical_axes",
@@ -132,3 +140,53 @@ def constrain_grad(var: nnx.Variable, grad):
     if placement is None or placement.grad is None:
         return grad
     return jax.lax.with_sharding_constraint(grad, placement.grad)
+
+
+# ---------------------------------------------------------------------------- logical names -> mesh axes
+# The one rule (pdx.parallel re-exports it); layers constrain activations with it and build on no package above.
+
+def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
+    """PartitionSpec for an array of `shape` whose dims have `logical_names`.
+
+    A mesh axis is used at most once per array (the first dimension that asks
+    for it wins), size-1 mesh axes are dropped, and a dimension whose size is
+    not divisible by its mesh axes stays replicated.
+
+    Example:
+      >>> import jax, pdx
+      >>> mesh = pdx.parallel.HybridConfig(mp_degree=2).mesh(jax.devices()[:2])
+      >>> pdx.parallel.logical_to_spec(("embed", "mlp"), (8, 16), mesh, pdx.parallel.default_rules())
+      PartitionSpec(None, 'mp')
+    """
+    names = tuple(logical_names) if logical_names is not None else (None,) * len(shape)
+    if len(names) != len(shape):
+        raise ValueError(f"logical names {names} do not match the array's rank {len(shape)} (shape {tuple(shape)})")
+    used: set[str] = set()
+    out = []
+    for size, name in zip(shape, names):
+        target = rules.get(name) if name is not None else None
+        wanted = (target,) if isinstance(target, str) else tuple(target or ())
+        kept = [a for a in wanted if a not in used and mesh.shape.get(a, 1) > 1]
+        while kept and size % math.prod(mesh.shape[a] for a in kept):
+            kept.pop()
+        used.update(kept)
+        out.append(None if not kept else kept[0] if len(kept) == 1 else tuple(kept))
+    return PartitionSpec(*out)
+
+
+def active_mesh():
+    """The `ActiveMesh` (mesh, config) of the innermost `use_mesh`, or None outside one."""
+    return _trace_context.PARALLEL_MESH.get()
+
+
+def constrain(x, logical_names):
+    """Constrain an activation's sharding by logical names (no-op outside `use_mesh`).
+
+    Example: `h = pdx.parallel.constrain(h, ("batch", "seq", "embed"))`.
+    """
+    active = _trace_context.PARALLEL_MESH.get()
+    if active is None:
+        return x
+    mesh, config = active
+    spec = logical_to_spec(logical_names, x.shape, mesh, config.axis_rules())
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))

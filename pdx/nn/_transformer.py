@@ -17,7 +17,7 @@ import numpy as np
 from flax import nnx
 
 import pdx.nn.functional as F
-from pdx import _random
+from pdx import _placement, _random
 from pdx._dtype import default_float
 from pdx.nn import axes
 from pdx.nn._common import RngState, attr_list, init_rng_state, is_int, layer_error, next_rng
@@ -57,9 +57,7 @@ def _check_input(layer: str, name: str, x, width: int):
 
 def _constrain_activation(x):
     """Shard a (batch, seq, embed) activation by logical names under `pdx.parallel.use_mesh` (else a no-op)."""
-    from pdx.parallel import constrain  # pdx.parallel builds on pdx.nn
-
-    return constrain(x, (axes.BATCH, axes.SEQ, axes.EMBED)) if x.ndim == 3 else x
+    return _placement.constrain(x, (axes.BATCH, axes.SEQ, axes.EMBED)) if x.ndim == 3 else x
 
 
 class MultiHeadAttention(Layer):

@@ -12,7 +12,6 @@ reduce-scatters and all-gathers).
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
@@ -21,7 +20,7 @@ from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from pdx import _placement, _trace_context
-from pdx._placement import Placement
+from pdx._placement import Placement, active_mesh, constrain, logical_to_spec  # noqa: F401  (re-exported: the floor holds the rule)
 from pdx.nn import axes
 from pdx.parallel._config import HybridConfig
 
@@ -58,40 +57,6 @@ _INTERNED: dict[ActiveMesh, ActiveMesh] = {}
 
 
 _MESH = _trace_context.PARALLEL_MESH
-
-
-def active_mesh() -> ActiveMesh | None:
-    """The `ActiveMesh` (mesh, config) of the innermost `use_mesh`, or None outside one."""
-    return _MESH.get()
-
-
-def logical_to_spec(logical_names, shape, mesh: Mesh, rules) -> PartitionSpec:
-    """PartitionSpec for an array of `shape` whose dims have `logical_names`.
-
-    A mesh axis is used at most once per array (the first dimension that asks
-    for it wins), size-1 mesh axes are dropped, and a dimension whose size is
-    not divisible by its mesh axes stays replicated.
-
-    Example:
-      >>> import jax, pdx
-      >>> mesh = pdx.parallel.HybridConfig(mp_degree=2).mesh(jax.devices()[:2])
-      >>> pdx.parallel.logical_to_spec(("embed", "mlp"), (8, 16), mesh, pdx.parallel.default_rules())
-      PartitionSpec(None, 'mp')
-    """
-    names = tuple(logical_names) if logical_names is not None else (None,) * len(shape)
-    if len(names) != len(shape):
-        raise ValueError(f"logical names {names} do not match the array's rank {len(shape)} (shape {tuple(shape)})")
-    used: set[str] = set()
-    out = []
-    for size, name in zip(shape, names):
-        target = rules.get(name) if name is not None else None
-        wanted = (target,) if isinstance(target, str) else tuple(target or ())
-        kept = [a for a in wanted if a not in used and mesh.shape.get(a, 1) > 1]
-        while kept and size % math.prod(mesh.shape[a] for a in kept):
-            kept.pop()
-        used.update(kept)
-        out.append(None if not kept else kept[0] if len(kept) == 1 else tuple(kept))
-    return PartitionSpec(*out)
 
 
 def zero_spec(spec: PartitionSpec, shape, mesh: Mesh, logical_names=None, *, axis: str = "sharding") -> PartitionSpec:
@@ -258,19 +223,6 @@ def use_mesh(config: HybridConfig, mesh: Mesh | None = None) -> _MeshScope:
       (8, 4)
     """
     return _MeshScope(config.mesh() if mesh is None else mesh, config)
-
-
-def constrain(x, logical_names):
-    """Constrain an activation's sharding by logical names (no-op outside `use_mesh`).
-
-    Example: `h = pdx.parallel.constrain(h, ("batch", "seq", "embed"))`.
-    """
-    active = _MESH.get()
-    if active is None:
-        return x
-    mesh, config = active
-    spec = logical_to_spec(logical_names, x.shape, mesh, config.axis_rules())
-    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
 
 def named_sharding(logical_names, shape, config: HybridConfig, mesh: Mesh | None = None) -> NamedSharding:
