@@ -194,6 +194,7 @@ class LBFGS(Optimizer):
         self.line_search_fn = line_search_fn
         super().__init__(1.0, parameters, weight_decay, grad_clip, name)
         self._lbfgs = nnx.data({})  # Paddle's `state`: Python values and arrays between steps (eager only)
+        self._closure_form = None  # "loss" or "loss_and_grads", learned from the closure's first result
 
     def _group_transform(self, group, learning_rate):
         return optax.identity()
@@ -225,9 +226,13 @@ class LBFGS(Optimizer):
         """(loss as returned, loss as a float, flat gradient) at the current parameters."""
         variables = self._vars()
         values = [v.get_value() for v in variables]
-        out = closure()
-        if isinstance(out, tuple) and len(out) == 2:
-            loss, grads = out
+        out = None
+        if self._closure_form is None:
+            # the closure's first call tells its form; a loss-only closure is then called again to differentiate
+            out = closure()
+            self._closure_form = "loss_and_grads" if isinstance(out, tuple) and len(out) == 2 else "loss"
+        if self._closure_form == "loss_and_grads":
+            loss, grads = out if out is not None else closure()
             matched = self._match_grads(grads) if isinstance(grads, Mapping) else dict(zip(self._trainable, grads))
             flat = [jnp.asarray(matched[n].get_value() if hasattr(matched[n], "get_value") else matched[n]).reshape(-1)
                     for n in self._trainable]
@@ -247,7 +252,10 @@ class LBFGS(Optimizer):
         Args:
           closure: a function of no arguments returning the loss (a scalar),
             computed from this optimizer's parameters; or returning
-            `(loss, grads)` with the gradients already taken.
+            `(loss, grads)` with the gradients already taken. The form is
+            learned from its first result (that one call of a loss-only
+            closure is repeated to differentiate it); each later evaluation
+            calls it once.
 
         Returns:
           The loss of the first evaluation (before this step moved the parameters).
