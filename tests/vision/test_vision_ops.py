@@ -254,3 +254,25 @@ def test_conv_norm_activation_matches_paddle(paddle, rng):
     _close(block.eval()(x), pd_block.eval()(paddle.to_tensor(x)).numpy())
     no_norm = ops.ConvNormActivation(3, 4, 1, norm_layer=None, activation_layer=None)
     assert list(no_norm.state_dict()) == ["0.weight", "0.bias"]
+
+
+def test_yolo_loss_matches_paddle(paddle, rng):
+    P = paddle.to_tensor
+    anchors = [10, 13, 16, 30, 33, 23, 30, 61, 62, 45, 59, 119]
+    for mask, kw in (([0, 1, 2], {}), ([3, 4, 5], dict(use_label_smooth=False, scale_x_y=1.1)),
+                     ([1, 2], dict(gt_score=rng.uniform(0.3, 1, (2, 5)).astype("float32")))):
+        x = rng.standard_normal((2, len(mask) * 8, 6, 6)).astype("float32")
+        gt = np.concatenate([rng.uniform(0.1, 0.9, (2, 5, 2)), rng.uniform(0.05, 0.5, (2, 5, 2))], -1)
+        gt = gt.astype("float32")
+        gt[0, 4] = 0  # a padding row
+        labels = rng.integers(0, 3, (2, 5)).astype("int32")
+        g = rng.uniform(0.5, 1.5, 2).astype("float32")
+        pkw = {k: P(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        xt = P(x, stop_gradient=False)
+        theirs = paddle.vision.ops.yolo_loss(xt, P(gt), P(labels), anchors, mask, 3, 0.5, 32, **pkw)
+        (theirs * P(g)).sum().backward()
+        loss = lambda x: ops.yolo_loss(x, gt, labels, anchors, mask, 3, 0.5, 32, **kw)  # noqa: E731
+        _close(pdx.jit(loss)(jnp.asarray(x)), theirs.numpy())
+        _close(jax.grad(lambda x: (loss(x) * g).sum())(jnp.asarray(x)), xt.grad.numpy(), 1e-4)
+    with pytest.raises(ValueError, match="channels"):
+        ops.yolo_loss(np.zeros((1, 7, 2, 2)), gt[:1], labels[:1], anchors, [0, 1], 3, 0.5, 32)

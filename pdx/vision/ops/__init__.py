@@ -22,5 +22,6 @@ from pdx.vision.ops._roi import RoIPool
 from pdx.vision.ops._roi import psroi_pool
 from pdx.vision.ops._roi import roi_align
 from pdx.vision.ops._roi import roi_pool
+from pdx.vision.ops._yolo_loss import yolo_loss
 
-__all__ = ["ConvNormActivation", "read_file", "decode_jpeg", "generate_proposals", "distribute_fpn_proposals", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
+__all__ = ["ConvNormActivation", "yolo_loss", "read_file", "decode_jpeg", "generate_proposals", "distribute_fpn_proposals", "nms", "matrix_nms", "box_coder", "prior_box", "yolo_box", "deform_conv2d", "DeformConv2D", "roi_align", "RoIAlign", "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool"]
