@@ -6,7 +6,7 @@ import pytest
 
 PACKAGES = ["pdx", "pdx.checkpoint", "pdx.nn", "pdx.nn.functional", "pdx.nn.initializer", "pdx.optimizer",
             "pdx.optimizer.lr", "pdx.jit", "pdx.parallel", "pdx.models", "pdx.models.llama", "pdx.static", "pdx.regularizer", "pdx.vision.models",
-            "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.transforms", "pdx.kernels",
+            "pdx.io", "pdx.vision", "pdx.vision.datasets", "pdx.vision.ops", "pdx.vision.transforms", "pdx.kernels",
             "pdx.amp", "pdx.callbacks", "pdx.hapi", "pdx.train", "pdx.metric", "pdx.profiler", "pdx.export",
             "pdx.geometric", "pdx.autograd",
             "pdx.device", "pdx.device.cuda", "pdx.utils", "pdx.utils.unique_name", "pdx.utils.dlpack", "pdx.version",

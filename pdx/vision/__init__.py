@@ -1,6 +1,7 @@
 """pdx.vision: image models, datasets and transforms with Paddle's names.
 
-    pdx.vision.models       LeNet, ResNet, MobileNetV2, VGG (paddle.vision.models)
+    pdx.vision.models       every paddle.vision.models network (LeNet ... ShuffleNetV2)
+    pdx.vision.ops          detection operators: nms, roi_align, yolo_box, deform_conv2d, ... (paddle.vision.ops)
     pdx.vision.datasets     Digits, DatasetFolder, ImageFolder (paddle.vision.datasets)
     pdx.vision.transforms   all of paddle.vision.transforms (PIL, numpy HWC or jax CHW in, same kind out)
 
@@ -10,7 +11,7 @@ a DataLoader worker needs) does not import the models and their layers.
 
 import importlib as _importlib
 
-__all__: list[str] = ["datasets", "models", "transforms"]
+__all__: list[str] = ["datasets", "models", "ops", "transforms"]
 
 
 def __getattr__(name: str):
