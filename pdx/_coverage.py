@@ -270,6 +270,15 @@ def excluded(module_name: str) -> str | None:
     return None
 
 
+def _importable(module_name: str) -> bool:
+    import importlib.util
+
+    try:
+        return module_name.startswith("paddle.") and importlib.util.find_spec(module_name) is not None
+    except ImportError:
+        return False
+
+
 def _is_real_pdx(path: str) -> bool:
     import importlib.util
 
@@ -280,12 +289,11 @@ def _is_real_pdx(path: str) -> bool:
 
 
 def _defined_names(module_name: str, module) -> list[str]:
-    """A submodule's own names: its `__all__`, else the classes and functions it defines."""
-    names = getattr(module, "__all__", None)
-    if names is None:
-        names = [n for n in dir(module) if not n.startswith("_")
-                 and isinstance(getattr(module, n, None), (type, types.FunctionType))
-                 and getattr(getattr(module, n), "__module__", None) == module_name]
+    """A submodule's own names: its `__all__` and the public classes and functions it defines."""
+    names = set(getattr(module, "__all__", ())) | {
+        n for n in dir(module) if not n.startswith("_")
+        and isinstance(getattr(module, n, None), (type, types.FunctionType))
+        and getattr(getattr(module, n), "__module__", None) == module_name}
     return sorted(n for n in names if n not in _INTERNAL and not n.startswith(_INTERNAL_PREFIXES)
                   and hasattr(module, n) and not isinstance(getattr(module, n), types.ModuleType))
 
@@ -379,7 +387,11 @@ def report(modules: list[str] | None = None) -> dict[str, ModuleReport]:
         import paddle
     except ImportError:
         raise RuntimeError("pdx coverage reads the public names from paddle: pip install paddlepaddle") from None
-    known = all_modules()
+    not_paddle = [m for m in modules or () if m not in MODULES and not _importable(m)]
+    if not_paddle:  # (answered before walking paddle's tree)
+        raise ValueError(f"modules={not_paddle} are not paddle modules; choose from `pdx coverage` "
+                         f"(e.g. {sorted(MODULES)[:5]})")
+    known = MODULES if modules and all(m in MODULES for m in modules) else all_modules()
     unknown = [m for m in modules or () if m not in known]
     if unknown:
         raise ValueError(f"modules={unknown} are not covered; choose from `pdx coverage` (e.g. {sorted(MODULES)[:5]})")
