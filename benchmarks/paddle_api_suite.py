@@ -5,11 +5,14 @@ suite: one pytest file per API, most of them built on a small harness
 (`apibase.APIBase`) that runs an API eagerly ("dygraph"), checks the result
 against numpy, takes the gradient of `mean(output)` and compares it with a
 numeric gradient, then does the same as a static-graph program. This script
-runs every test file of the chosen folders twice, each in its own pytest
-subprocess with a timeout: once against the installed paddle, once with
-`paddle` resolved to pdx, and prints, per folder, how many tests pass under
-each and the ratio, then the most common reasons tests that pass under paddle
-fail under pdx (exception messages with numbers blanked, grouped).
+runs every test file of the chosen folders twice: once against the installed
+paddle, once with `paddle` resolved to pdx. Files run one by one in worker
+processes (one folder's files per worker, pytest in-process, `--chunk` files
+per worker) with a timeout per file: a file that runs over it, or crashes its
+worker, is recorded as such and a fresh worker takes the next file. It prints,
+per folder, how many tests pass under each and the ratio, then the most
+common reasons tests that pass under paddle fail under pdx (exception
+messages with numbers blanked, grouped); `--record` saves them.
 
 How `paddle` becomes pdx in the pdx subprocess, before the test file is
 imported:
@@ -171,11 +174,6 @@ def _patch_harness(folder: pathlib.Path, backend: str) -> None:
 class _Collector:
     """A pytest plugin recording each test's outcome and failure message."""
 
-    def __init__(self):
-        self.outcomes: dict[str, str] = {}
-        self.messages: dict[str, str] = {}
-        self.errors: list[str] = []
-
     @staticmethod
     def _message(report) -> str:
         crash = getattr(report.longrepr, "reprcrash", None)
@@ -183,13 +181,29 @@ class _Collector:
             return crash.message
         return str(report.longrepr).strip().splitlines()[-1] if report.longrepr else ""
 
+    def __init__(self):
+        self.outcomes: dict[str, str] = {}
+        self.messages: dict[str, str] = {}
+        self.errors: list[str] = []
+        self.causes: dict[str, str] = {}  # test id -> the exception an assertion of the harness replaced
+
+    def pytest_runtest_makereport(self, item, call):
+        # The harness's dtype check catches any exception and asserts instead ("type check Error"):
+        # the exception it caught is the cause worth grouping.
+        error = call.excinfo.value if call.excinfo is not None else None
+        inner = getattr(error, "__context__", None)
+        if isinstance(error, AssertionError) and inner is not None and not isinstance(inner, AssertionError):
+            self.causes[item.nodeid] = f"{type(inner).__name__}: {inner}"
+        elif isinstance(error, AssertionError) and isinstance(inner, AssertionError):
+            self.causes[item.nodeid] = "AssertionError: values differ from the expected result"
+
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or report.outcome != "passed":
             if report.nodeid in self.outcomes and self.outcomes[report.nodeid] == "failed":
                 return  # a teardown error after a failed call keeps the call's message
             self.outcomes[report.nodeid] = report.outcome
             if report.outcome == "failed":
-                self.messages[report.nodeid] = self._message(report)
+                self.messages[report.nodeid] = self.causes.get(report.nodeid) or self._message(report)
 
     def pytest_collectreport(self, report):
         if report.outcome == "failed":
@@ -379,16 +393,31 @@ def table(rows: list[FolderRow]) -> str:
     return "\n".join(lines)
 
 
+def write_record(path: pathlib.Path, rows, causes, examples, results, every, elapsed) -> None:
+    """The run's summary: table rows, every failure cause with its count, and each file's tests passing under pdx."""
+    data = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "every": every,
+        "minutes": round(elapsed / 60, 1),
+        "rows": [dict(r._asdict(), ratio=round(r.ratio, 4)) for r in rows],
+        "causes": [{"cause": k, "count": c, "example": examples[k]} for k, c in causes.most_common()],
+        "pdx_passing": {rel: sorted(i for i, o in r.outcomes.items() if o == "passed")
+                        for (b, rel), r in sorted(results.items()) if b == "pdx"},
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
+    cpu, simd = platform.processor() or platform.machine(), ""
     try:
         for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                simd = ", AVX-512" if " avx512f" in line else ", AVX2" if " avx2" in line else ""
                 break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores"
+    return f"{cpu}{simd}, {os.cpu_count()} cores, no GPU (JAX_PLATFORMS=cpu)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -409,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", nargs="*", choices=BACKENDS,
                         help="with --reuse: the backends to run again (default: those --reuse lacks a file for)")
     parser.add_argument("--json", help="write per-test outcomes, the table and the causes here")
+    parser.add_argument("--record", metavar="JSON",
+                        help="write the table, the failure causes and the tests passing under pdx (the CI "
+                             "test's reference, benchmarks/paddle_api_suite.json)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -466,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
             "files": {f"{b}:{rel}": r._asdict() for (b, rel), r in sorted(results.items())},
         }
         pathlib.Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+    if args.record:
+        write_record(pathlib.Path(args.record), rows, causes, examples, results, every, elapsed)
     return 0
 
 

@@ -120,10 +120,15 @@ _DROPOUT_MODES = ("upscale_in_train", "downscale_in_infer")
 
 
 def _check_p(p, op):
+    """p as a Python float: a number, or (as Paddle takes it) a concrete one-element tensor."""
+    if isinstance(p, jax.Array) and not isinstance(p, jax.core.Tracer) and p.size == 1:
+        p = float(np.asarray(p).reshape(()))
     if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)):
-        raise TypeError(f"pdx.nn.functional.{op}: p must be a Python number in [0, 1]; got {type(p).__name__}")
+        raise TypeError(f"pdx.nn.functional.{op}: p must be a Python number in [0, 1] (or a one-element tensor "
+                        f"outside jit); got {type(p).__name__}")
     if not 0 <= p <= 1:
         raise error(op, f"p must be in [0, 1]; got p={p}")
+    return p
 
 
 def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_train", name=None, *, key=None):
@@ -152,7 +157,7 @@ def dropout(x, p=0.5, axis=None, training=True, inplace=False, mode="upscale_in_
       >>> sorted(set(y.ravel().tolist())) <= [0.0, 2.0]
       True
     """
-    _check_p(p, "dropout")
+    p = _check_p(p, "dropout")
     if mode not in _DROPOUT_MODES:
         raise error("dropout", f"mode={mode!r} is not supported; use 'upscale_in_train' or 'downscale_in_infer'")
     if p == 0:
@@ -257,7 +262,7 @@ def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None, *, key=No
 
 
 def _alpha_dropout(x, p, training, feature, key, op):
-    _check_p(p, op)
+    p = _check_p(p, op)
     if training and 0 < p < 1:
         key = next_key(key, op=op)
     return _alpha_dropout_core(x, key, p, training, feature, op)

@@ -45,6 +45,10 @@ def test_dropout_eval_modes_and_edge_probabilities():
     np.testing.assert_allclose(F.dropout(x, 0.4, training=False, mode="downscale_in_infer"), x * 0.6, rtol=1e-6)
     np.testing.assert_array_equal(F.dropout(x, 0.0), x)
     np.testing.assert_array_equal(F.dropout(x, 1.0, key=jax.random.key(0)), jnp.zeros(6))
+    # Paddle also takes p as a one-element tensor.
+    np.testing.assert_array_equal(F.dropout(x, jnp.array([0.0])), x)
+    np.testing.assert_array_equal(F.dropout3d(jnp.ones((1, 2, 2, 2, 2)), jnp.array(1.0), key=jax.random.key(0)),
+                                  jnp.zeros((1, 2, 2, 2, 2)))
     # No key is needed (even under jit) when nothing random happens.
     np.testing.assert_array_equal(jax.jit(lambda v: F.dropout(v, 0.5, training=False))(x), x)
 
