@@ -332,7 +332,7 @@ _ARRAY = re.compile(r"\[[^\[\]]{40,}\]")
 def cause(message: str) -> str:
     """A failure message as a group key: first line, addresses and numbers blanked, long lists cut."""
     line = next((s.strip() for s in message.splitlines() if s.strip()), "(no message)")
-    line = _ADDRESS.sub("0x..", line)
+    line = _ADDRESS.sub("<address>", line)
     line = _ARRAY.sub("[...]", line)
     line = _NUMBER.sub("N", line)
     return line[:160]

@@ -24,7 +24,7 @@ HANDFUL = ["fft/test_fftfreq.py", "fft/test_fftshift.py", "fft/test_rfft.py", "f
 
 
 def test_causes_group_messages_and_the_table_counts():
-    assert suite.cause("AssertionError: shape (3, 4) vs 0x7f00aa\n more") == "AssertionError: shape (N, N) vs 0x.."
+    assert suite.cause("AssertionError: shape (3, 4) vs 0x7f00aa\n more") == "AssertionError: shape (N, N) vs <address>"
     r = suite.FileResult
     results = {
         ("paddle", "a/test_x.py"): r({"t1": "passed", "t2": "passed", "t3": "failed"}, {}, "", 1.0),
