@@ -21,6 +21,7 @@ import pdx
 from pdx import _coverage, _paddle_tree
 
 _CALLABLE = (type, types.FunctionType, types.BuiltinFunctionType)
+_METHOD_TABLES = ("paddle.Tensor", "paddle.nn.Layer", "paddle.Model")  # coverage rows that are classes
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def _main_names(name: str, obj) -> list[str]:
     """Paddle's main modules (pdx coverage's list) holding `obj` as `name`."""
     found = []
     for main in _coverage.MODULES:
-        if main != "paddle.Tensor" and getattr(importlib.import_module(main), name, None) is obj:
+        if main not in _METHOD_TABLES and getattr(importlib.import_module(main), name, None) is obj:
             found.append(main)
     return found
 
