@@ -1,7 +1,7 @@
 """Acceptance matrix of IREE llvm-cpu exports: zoo vision models x image sizes x batch sizes, one artifact each.
 
 For every (model, size), one artifact is exported with the XLA program and an
-`iree-llvm-cpu` module holding every batch bucket (`iree_batch_split=True`),
+`iree-llvm-cpu` module holding every batch bucket (`iree.batch_split=True`),
 then batch 1, 3 and 17 run on both runtimes from that one artifact. Prints
 export seconds (tracing, the rewrite check and iree-compile of all buckets),
 the module's choices (conv rewrite, flags), and per batch whether IREE ran
@@ -54,7 +54,7 @@ def run(name: str, size: int, batches, options: dict, workdir: str) -> list[dict
     try:
         path = pdx.export.export(net, f"{workdir}/{name}_{size}", [InputSpec([None, *shape], "float32", "image")],
                                  targets=("xla", "iree-llvm-cpu"), platforms=("cpu",), differentiable=False,
-                                 iree_batch_split=True, **options)
+                                 iree={"batch_split": True, **options})
     except Exception as e:  # noqa: BLE001 - a model that does not export is a result
         return [dict(model=name, size=size, batch="-", export_s=time.perf_counter() - start,
                      ok=f"export failed: {str(e).splitlines()[0][:100]}")]
@@ -86,16 +86,16 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated (default %(default)s)")
     parser.add_argument("--sizes", default="32,64,224", help="image sizes in px (default %(default)s)")
     parser.add_argument("--batches", default="1,3,17", help="batch sizes run from each artifact")
-    parser.add_argument("--buckets", default=None, help="iree_batch_sizes, e.g. 1,4,16 (default: export's)")
-    parser.add_argument("--conv", default="auto", help="iree_conv: auto, native or patches")
-    parser.add_argument("--precision", default="float32", help="iree_precision: float32 or bfloat16")
-    parser.add_argument("--params", default="arguments", help="iree_params: arguments or inline")
-    parser.add_argument("--fold-batchnorm", action="store_true", help="iree_fold_batchnorm=True")
+    parser.add_argument("--buckets", default=None, help="iree.batch_sizes, e.g. 1,4,16 (default: export's)")
+    parser.add_argument("--conv", default="auto", help="iree.conv: auto, native or patches")
+    parser.add_argument("--precision", default="float32", help="iree.precision: float32 or bfloat16")
+    parser.add_argument("--params", default="arguments", help="iree.params: arguments or inline")
+    parser.add_argument("--fold-batchnorm", action="store_true", help="iree.fold_batchnorm=True")
     args = parser.parse_args(argv)
-    options = dict(iree_conv=args.conv, iree_precision=args.precision, iree_params=args.params,
-                   iree_fold_batchnorm=args.fold_batchnorm)
+    options = dict(conv=args.conv, precision=args.precision, params=args.params,
+                   fold_batchnorm=args.fold_batchnorm)
     if args.buckets:
-        options["iree_batch_sizes"] = tuple(int(b) for b in args.buckets.split(","))
+        options["batch_sizes"] = tuple(int(b) for b in args.buckets.split(","))
     batches = [int(b) for b in args.batches.split(",")]
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, jax {jax.__version__}, "
           f"options {options}\n")

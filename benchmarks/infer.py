@@ -16,16 +16,16 @@ out (host transfers included). Rows:
   ... NHWC           the artifact rows again for the data_format="NHWC" model
                      (input spec [None, 224, 224, 3]; the request is still NCHW
                      and is transposed on the host inside the timed call)
-  pdx IREE buckets   one artifact for every batch size: `iree_batch_split=True`, batch
+  pdx IREE buckets   one artifact for every batch size: `iree.batch_split=True`, batch
                      buckets (1, 4, 16) as functions of one module, flags and conv
                      rewrite chosen by pdx for the program, weights where pdx puts them
-                     (iree_params="auto": inline for depthwise programs, else arguments)
-  ... inline         the same with the weights as compile-time constants (iree_params="inline")
-  ... bf16          the artifact exported with onednn_precision="bfloat16" (its oneDNN
+                     (iree.params="auto": inline for depthwise programs, else arguments)
+  ... inline         the same with the weights as compile-time constants (iree.params="inline")
+  ... bf16          the artifact exported with cpu.precision="bfloat16" (its oneDNN
                      program's convolutions in bfloat16, float32 accumulation): its max
                      |diff| is bfloat16 rounding, like Paddle's bf16 row
   ... NHWC bf16      the same for the NHWC model (input transposed on the host)
-  pdx IREE bf16      the buckets artifact with iree_precision="bfloat16" (convolutions as
+  pdx IREE bf16      the buckets artifact with iree.precision="bfloat16" (convolutions as
                      patches + matmul with bfloat16 operands, float32 accumulation; weights
                      inline): its max |diff| is bfloat16 rounding
   ... int8           the artifact rows for the model after pdx.quantization PTQ
@@ -249,9 +249,9 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
             path = os.path.join(workdir, f"{model}_{data_format.replace(' ', '_')}_b{batch or 'any'}")
             net = int8_net() if data_format == "int8" else _pdx_net(state, "NHWC" if nhwc else "NCHW")
             pdx.export.export(net, path, [InputSpec(shape, "float32", "image")],
-                              targets=targets, iree_dims=None if batch is None else {"batch": batch},
+                              targets=targets, iree={"dims": None if batch is None else {"batch": batch}},
                               differentiable=False,
-                              onednn_precision="bfloat16" if data_format.endswith("bf16") else "float32")
+                              cpu={"precision": "bfloat16" if data_format.endswith("bf16") else "float32"})
             artifacts[key] = path
         return artifacts[key]
 
@@ -264,8 +264,8 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
 
             path = os.path.join(workdir, f"{model}_buckets_{len(artifacts)}")
             pdx.export.export(_pdx_net(state), path, [InputSpec([None, 3, size, size], "float32", "image")],
-                              targets=("xla", "iree-llvm-cpu"), iree_batch_split=True, differentiable=False,
-                              **options)
+                              targets=("xla", "iree-llvm-cpu"), iree={"batch_split": True, **options},
+                              differentiable=False)
             artifacts[key] = path
         return artifacts[key]
 
@@ -338,8 +338,8 @@ def build_rows(names, state, workdir, threads, size, model="resnet18") -> dict[s
         "pdx XLA artifact bf16": pdx_artifact("xla", "NCHW bf16"),
         "pdx XLA artifact NHWC bf16": pdx_artifact("xla", "NHWC bf16"),
         "pdx IREE host": pdx_artifact("iree", "NCHW"), "pdx IREE host NHWC": pdx_artifact("iree", "NHWC"),
-        "pdx IREE buckets": pdx_buckets(), "pdx IREE buckets inline": pdx_buckets(iree_params="inline"),
-        "pdx IREE bf16": pdx_buckets(iree_params="inline", iree_precision="bfloat16"),
+        "pdx IREE buckets": pdx_buckets(), "pdx IREE buckets inline": pdx_buckets(params="inline"),
+        "pdx IREE bf16": pdx_buckets(params="inline", precision="bfloat16"),
         "pdx XLA artifact int8": pdx_artifact("xla", "int8"), "pdx IREE host int8": pdx_artifact("iree", "int8"),
         "torch eager": torch_eager,
         "paddle inference (oneDNN)": paddle_inference(True),

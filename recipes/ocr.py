@@ -106,7 +106,7 @@ def export_recognizer(model, cfg: OCRConfig, images) -> dict:
     spec = [InputSpec([None, 1, cfg.height, cfg.width], "float32", "image")]
     targets = ("xla", "iree-llvm-cpu", "iree-arm64-android")
     with tempfile.TemporaryDirectory() as workdir:
-        path = pdx.export.export(model, f"{workdir}/crnn", spec, targets=targets, iree_batch_split=True,
+        path = pdx.export.export(model, f"{workdir}/crnn", spec, targets=targets, iree={"batch_split": True},
                                  differentiable=False, output_names=["logits"])
         xla = pdx.export.load(path, runtime="xla")
         iree = pdx.export.load(path, runtime="iree")

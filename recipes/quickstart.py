@@ -130,7 +130,7 @@ def deploy(cfg: QuickstartConfig, trainer, test) -> None:
     network.eval()
     spec = [pdx.jit.InputSpec([None, 1, 8, 8], "float32", "image")]
     path = pdx.export.export(network, cfg.artifact_dir, spec, targets=("xla", "iree-llvm-cpu"),
-                             name="digits", iree_batch_split=True)
+                             name="digits", iree={"batch_split": True})
     images = np.stack([np.asarray(test[i][0]) for i in range(len(test))])
     labels = np.array([int(np.asarray(test[i][1]).item()) for i in range(len(test))])
     for runtime in ("xla", "iree"):

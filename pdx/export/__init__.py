@@ -19,11 +19,12 @@ Example:
 
 from pdx.export._artifact import ArtifactError
 from pdx.export._client import Client, ServerError
-from pdx.export._export import TARGETS, export
+from pdx.export._export import TARGETS, CpuOptions, export
+from pdx.export._iree_export import IreeOptions
 from pdx.export._llm_server import create_llm_app, serve_llm
 from pdx.export._runtime import Predictor, load
 from pdx.export._server import create_app, serve
 from pdx.export._translated import TranslatedLayer
 
-__all__ = ["ArtifactError", "Client", "Predictor", "ServerError", "TARGETS", "TranslatedLayer", "create_app",
-           "create_llm_app", "export", "load", "serve", "serve_llm"]
+__all__ = ["ArtifactError", "Client", "CpuOptions", "IreeOptions", "Predictor", "ServerError", "TARGETS",
+           "TranslatedLayer", "create_app", "create_llm_app", "export", "load", "serve", "serve_llm"]

@@ -212,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from pdx.export._export import export
+        from pdx.export._iree_export import IreeOptions
 
         model = model if model is not None else _resolve_model(args.model)
         if args.weights:
@@ -221,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
             model = _quantize(model, args.quantize, specs, args.calib, args.calib_batch_size)
         path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
                       platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
-                      iree_batch_sizes=_batch_sizes(args.iree_batch_sizes), iree_batch_split=args.iree_batch_split,
+                      iree=IreeOptions(batch_sizes=_batch_sizes(args.iree_batch_sizes), batch_split=args.iree_batch_split),
                       differentiable=not (args.no_differentiable or args.quantize))
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -17,6 +17,7 @@ shapes.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import importlib.metadata
 import inspect
@@ -40,11 +41,68 @@ from pdx.jit import StaticFunction
 from pdx._static_layers import static_layers
 from pdx.nn import Buffer, Layer
 
-__all__ = ["BATCH", "ONEDNN_PRECISIONS", "TARGETS", "export", "export_program"]
+__all__ = ["BATCH", "ONEDNN_PRECISIONS", "TARGETS", "CpuOptions", "export", "export_program"]
 
 BATCH = "batch"  # the symbol of a `None` leading dim, shared by all inputs (_iree_export.BATCH too)
 TARGETS = ("xla",) + tuple(IREE_TARGETS)
 ONEDNN_PRECISIONS = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuOptions:
+    """The CPU program of an artifact (`export(..., cpu=CpuOptions(...))`, or a dict of these fields).
+
+    Attributes:
+      onednn: where pdx's oneDNN kernels are available (x86-64 Linux), also
+        write the program with its 2-D convolutions and matmuls as calls to
+        them (`program_onednn.jaxexport`, forward only): `load(...,
+        runtime="xla")` runs it where the kernels are available, the portable
+        program elsewhere. Written only for a program that has such ops.
+        Its convolutions keep their weights in oneDNN's layout between calls,
+        with a following BatchNorm folded in and a residual add and ReLU /
+        ReLU6 fused (`pdx/export/_rewrite.py`).
+      precision: "float32" (default) or "bfloat16": that program's
+        convolutions take bfloat16 activations and weights, with float32
+        accumulation and bias (AMX / AVX512-BF16 CPUs run them 2-3x faster);
+        the manifest's `targets.xla.onednn_max_error` is the measured error
+        against the float32 program (largest |difference| / largest |output|
+        on random inputs). The portable program stays float32.
+
+    Example:
+      >>> CpuOptions(onednn=False)
+      CpuOptions(onednn=False, precision='float32')
+    """
+
+    onednn: bool = True
+    precision: str = "float32"
+
+
+def _options(cls, value, arg: str):
+    """`value` as a `cls` record: None -> defaults, a record as is, a dict of its fields."""
+    if value is None:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        fields = [f.name for f in dataclasses.fields(cls)]
+        bad = sorted(set(value) - set(fields))
+        if bad:
+            raise TypeError(f"export: {arg}={dict(value)!r} has unknown field(s) {bad}; {cls.__name__} has {fields}")
+        return cls(**value)
+    raise TypeError(f"export: {arg}= must be a {cls.__name__} or a dict of its fields; got {type(value).__name__}")
+
+
+def _moved(unknown) -> str:
+    """How the flat arguments of earlier versions are spelled now."""
+    hints = []
+    for key in sorted(unknown):
+        if key.startswith("iree_"):
+            hints.append(f"{key}=... is iree=IreeOptions({key[5:]}=...)")
+        elif key == "onednn":
+            hints.append("onednn=... is cpu=CpuOptions(onednn=...)")
+        elif key == "onednn_precision":
+            hints.append("onednn_precision=... is cpu=CpuOptions(precision=...)")
+    return "; ".join(hints) or "see help(pdx.export.export)"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _OP = re.compile(r"(?:=|^)\s*\"?((?:stablehlo|chlo)\.[a-z_]+)", re.MULTILINE)
 
@@ -209,11 +267,8 @@ def _onednn_error(native, portable, params, traced, specs) -> float:
 
 def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("xla",), *,
            name: str | None = None, output_names: Sequence[str] | None = None,
-           platforms: Sequence[str] = ("cpu", "cuda"), iree_dims: Mapping[str, int] | None = None,
-           iree_batch_split: bool = False, iree_batch_sizes: Sequence[int] | None = None,
-           iree_flags: Sequence[str] | None = None, iree_params: str = "auto", iree_conv: str = "auto",
-           iree_precision: str = "float32", iree_fold_batchnorm: bool = False,
-           differentiable: bool = True, onednn: bool = True, onednn_precision: str = "float32") -> pathlib.Path:
+           platforms: Sequence[str] = ("cpu", "cuda"), iree: IreeOptions | Mapping | None = None,
+           cpu: CpuOptions | Mapping | None = None, differentiable: bool = True, **unknown) -> pathlib.Path:
     """Export a Layer or function to a StableHLO artifact directory.
 
     Args:
@@ -232,65 +287,15 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
       output_names: names for the flattened outputs (default "output" or
         "output_0", "output_1", ...; a dict output uses its keys).
       platforms: XLA platforms the program is lowered for.
-      iree_dims: sizes for the dynamic dims other than the batch in IREE
-        targets, which need static shapes: IREE does not compile the
-        dynamic reshapes of a symbolic program, so IREE modules are
-        specialized and the manifest records the sizes. `{"batch": n}` is
-        the same as `iree_batch_sizes=(n,)`.
-      iree_batch_split: promise that the rows of a batch are independent
-        (true of inference models in eval mode, false of e.g. a function
-        that sums over the batch): the IREE runtime then accepts any batch
-        size and runs it as the cheapest sequence of bucket calls (the last
-        one padded with zero rows, which are dropped). Without it, the
-        batch must be one of `iree_batch_sizes`.
-      iree_batch_sizes: the batch buckets: one function per size in each
-        IREE module (default `DEFAULT_BATCH_SIZES` = (1, 4, 16) with
-        `iree_batch_split`, else (1,)). Each size is one more compile.
-      iree_flags: iree-compile optimization flags for every IREE target,
-        instead of the measured choice for the program (`choose_flags`:
-        im2col for regular convolutions, not with depthwise ones). The
-        target's device flags are kept; the manifest records all flags.
-      iree_params: "auto" (default: the measured choice for the program,
-        `_iree_export.PARAMS_BY_PROGRAM`: inline for programs with depthwise
-        or grouped convolutions, arguments otherwise), "arguments" (the IREE
-        modules take the parameters as arguments, uploaded once by the
-        runtime) or "inline" (the weights are compile-time constants of the
-        modules, which IREE may pre-pack; the .vmfb then holds the weights).
-      iree_conv: "auto" (default: the measured choice for the program, see
-        `_iree_export.CONV_BY_PROGRAM`; today the convolutions as traced),
-        "native" or "patches" (each one-group convolution as explicit
-        patches and one matmul). A rewritten program is checked against the
-        traced one on XLA at export (relative error <= 1e-4 of the largest
-        output, else the traced program is compiled, with a warning); the
-        manifest records the choice and the error.
-      iree_precision: "float32" (default) or "bfloat16" (needs
-        iree_params="inline"): the IREE modules' convolutions (as patches)
-        and matmuls take bfloat16 operands and accumulate in float32; the
-        manifest's `max_error` is the measured error against the float32
-        program (about 3e-3 of the largest logit on ResNet-18).
-      iree_fold_batchnorm: fold a per-channel scale and shift that follow a
-        convolution (an eval-mode BatchNorm) into its weights and a bias in
-        the IREE modules (checked like the other rewrites; with inline
-        weights the folded weights are constants). Off by default: no
-        speed-up was measured, and iree-compile 3.13 rejects some folded
-        programs (stack allocation limit), which then compile a second time
-        unfolded. The XLA program and params.safetensors are never changed.
+      iree: how the IREE targets' modules are built, an `IreeOptions` (or a
+        dict of its fields): dynamic dim sizes, batch buckets and splitting,
+        flags, where the weights live, convolution mode, precision,
+        BatchNorm folding. See `IreeOptions`.
+      cpu: the CPU program's options, a `CpuOptions` (or a dict of its
+        fields): whether to also write the oneDNN program and in which
+        precision. See `CpuOptions`.
       differentiable: also serialize the backward pass, so `pdx.jit.load`
         can fine-tune the parameters.
-      onednn: where pdx's oneDNN kernels are available (x86-64 Linux), also
-        write the program with its 2-D convolutions and matmuls as calls to
-        them (`program_onednn.jaxexport`, forward only): `load(...,
-        runtime="xla")` runs it where the kernels are available, the portable
-        program elsewhere. Written only for a program that has such ops.
-        Its convolutions keep their weights in oneDNN's layout between calls,
-        with a following BatchNorm folded in and a residual add and ReLU /
-        ReLU6 fused (`pdx/export/_rewrite.py`).
-      onednn_precision: "float32" (default) or "bfloat16": that program's
-        convolutions take bfloat16 activations and weights, with float32
-        accumulation and bias (AMX / AVX512-BF16 CPUs run them 2-3x faster);
-        the manifest's `targets.xla.onednn_max_error` is the measured error
-        against the float32 program (largest |difference| / largest |output|
-        on random inputs). The portable program stays float32.
 
     Returns:
       The artifact directory as a `pathlib.Path`.
@@ -302,6 +307,11 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
       >>> pdx.export.load(d)(pdx.ones([3, 4])).shape
       (3, 2)
     """
+    if unknown:
+        raise TypeError(f"export: unexpected argument(s) {sorted(unknown)}; {_moved(unknown)}")
+    iree = _options(IreeOptions, iree, "iree")
+    cpu = _options(CpuOptions, cpu, "cpu")
+    onednn, onednn_precision = cpu.onednn, cpu.precision
     targets = tuple(dict.fromkeys(("xla",) + tuple(targets)))
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
@@ -310,11 +320,11 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
         raise ValueError(f"export: name={name!r} must be 1-128 letters, digits, '_', '.' or '-' "
                          "(it becomes part of the serving URL)")
     if onednn_precision not in ONEDNN_PRECISIONS:
-        raise ValueError(f"export: onednn_precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
+        raise ValueError(f"export: cpu.precision={onednn_precision!r} must be one of {list(ONEDNN_PRECISIONS)}")
     if onednn and onednn_precision == "bfloat16" and not K.onednn.bf16_capable():
-        raise ValueError("export: onednn_precision='bfloat16' needs a CPU whose oneDNN runs bfloat16 (AVX-512 or "
+        raise ValueError("export: cpu.precision='bfloat16' needs a CPU whose oneDNN runs bfloat16 (AVX-512 or "
                          "newer); this one has none, so the program could be neither built nor checked here. "
-                         "Export with onednn_precision='float32' (the default), or on an AVX-512 machine")
+                         "Export with cpu=CpuOptions(precision='float32') (the default), or on an AVX-512 machine")
     if isinstance(input_spec, (InputSpec, jax.ShapeDtypeStruct)):
         input_spec = [input_spec]
     traced, specs, exported = export_program(layer_or_fn, input_spec, platforms=platforms)
@@ -340,12 +350,10 @@ def export(layer_or_fn, path, input_spec: Sequence, targets: Sequence[str] = ("x
                                        onednn_precision=onednn_precision)
         if onednn_precision != "float32":
             manifest_targets["xla"]["onednn_max_error"] = _onednn_error(native, exported, params, traced, specs)
-    iree = [t for t in targets if t != "xla"]
-    if iree:
-        options = IreeOptions(dims=iree_dims, batch_split=iree_batch_split and _batch_leading(specs, exported),
-                              batch_sizes=iree_batch_sizes, flags=iree_flags, params=iree_params,
-                              conv=iree_conv, precision=iree_precision, fold_batchnorm=iree_fold_batchnorm)
-        manifest_targets.update(compile_targets(traced.program, specs, params, iree, files, options))
+    iree_targets = [t for t in targets if t != "xla"]
+    if iree_targets:
+        options = dataclasses.replace(iree, batch_split=iree.batch_split and _batch_leading(specs, exported))
+        manifest_targets.update(compile_targets(traced.program, specs, params, iree_targets, files, options))
 
     manifest = {
         "name": name or traced.name,

@@ -86,7 +86,7 @@ def choose_flags(target: str, mlir: str, override: Sequence[str] | None = None) 
     backend, device_flags, _ = IREE_TARGETS[target]
     if override is not None:
         if isinstance(override, str) or not all(isinstance(f, str) and f.startswith("--") for f in override):
-            raise ValueError(f"export: iree_flags={override!r} must be a list of iree-compile flags "
+            raise ValueError(f"export: iree.flags={override!r} must be a list of iree-compile flags "
                              "like ['--iree-opt-level=O3', '--iree-opt-data-tiling']")
         return device_flags + tuple(override)
     if backend != "llvm-cpu":

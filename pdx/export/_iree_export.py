@@ -36,7 +36,7 @@ IREE_PARAMS = ("auto", "arguments", "inline")
 # A float32 rewrite must match the traced program within this fraction of its largest |output|.
 FP32_TOLERANCE = 1e-4
 
-# Program kind (`_iree.program_kind` of the traced program) -> conv mode for iree_conv="auto",
+# Program kind (`_iree.program_kind` of the traced program) -> conv mode for iree.conv="auto",
 # by measurement: `python benchmarks/iree_flags.py` (batch 1, IREE 3.13, 2-core x86 host under
 # load ~9, interleaved rounds; ms relative to the native program with pdx's flags):
 #   resnet18 @224      patches 1.11, patches + inline weights 1.08, bf16 patches + inline 1.53
@@ -48,7 +48,7 @@ CONV_BY_PROGRAM: Mapping[str, str] = {
     "grouped_conv": "native",
     "dense": "native",
 }
-# Program kind -> where the weights live for iree_params="auto", by measurement
+# Program kind -> where the weights live for iree.params="auto", by measurement
 # (`python benchmarks/infer.py`, 224 px, batch 1, idle 2-core Xeon, IREE 3.13, benchmarks/RESULTS.md):
 #   mobilenet_v2  inline 9.4 ms vs arguments 21.7 ms (IREE packs the depthwise weights once)
 #   resnet18      inline 42.8 ms vs arguments 39.1 ms
@@ -61,16 +61,64 @@ PARAMS_BY_PROGRAM: Mapping[str, str] = {
 
 @dataclasses.dataclass(frozen=True)
 class IreeOptions:
-    """How the IREE modules of an artifact are built (the `iree_*` arguments of `export`)."""
+    """How the IREE modules of an artifact are built (`export(..., iree=IreeOptions(...))`, or a dict).
 
-    dims: Mapping[str, int] | None = None  # sizes of the dynamic dims other than the batch
-    batch_split: bool = False  # rows are independent and every input/output has the batch dim first
-    batch_sizes: Sequence[int] | None = None  # batch buckets (default DEFAULT_BATCH_SIZES / (1,))
-    flags: Sequence[str] | None = None  # optimization flags instead of choose_flags' choice
-    params: str = "auto"  # "auto" (PARAMS_BY_PROGRAM), "arguments" or "inline"
-    conv: str = "auto"  # "auto", "native" or "patches"
-    precision: str = "float32"  # "float32" or "bfloat16"
-    fold_batchnorm: bool = False  # per-channel scale + shift after a convolution folded into it
+    Attributes:
+      dims: sizes for the dynamic dims other than the batch in IREE targets,
+        which need static shapes: IREE does not compile the dynamic reshapes
+        of a symbolic program, so IREE modules are specialized and the
+        manifest records the sizes. `{"batch": n}` is the same as
+        `batch_sizes=(n,)`.
+      batch_split: promise that the rows of a batch are independent (true of
+        inference models in eval mode, false of e.g. a function that sums
+        over the batch): the IREE runtime then accepts any batch size and
+        runs it as the cheapest sequence of bucket calls (the last one padded
+        with zero rows, which are dropped). Without it, the batch must be one
+        of `batch_sizes`.
+      batch_sizes: the batch buckets: one function per size in each IREE
+        module (default `DEFAULT_BATCH_SIZES` = (1, 4, 16) with
+        `batch_split`, else (1,)). Each size is one more compile.
+      flags: iree-compile optimization flags for every IREE target, instead
+        of the measured choice for the program (`choose_flags`: im2col for
+        regular convolutions, not with depthwise ones). The target's device
+        flags are kept; the manifest records all flags.
+      params: "auto" (default: the measured choice for the program,
+        `PARAMS_BY_PROGRAM`: inline for programs with depthwise or grouped
+        convolutions, arguments otherwise), "arguments" (the IREE modules
+        take the parameters as arguments, uploaded once by the runtime) or
+        "inline" (the weights are compile-time constants of the modules,
+        which IREE may pre-pack; the .vmfb then holds the weights).
+      conv: "auto" (default: the measured choice, `CONV_BY_PROGRAM`; today
+        the convolutions as traced), "native" or "patches" (each one-group
+        convolution as explicit patches and one matmul). A rewritten program
+        is checked against the traced one on XLA at export (relative error
+        <= 1e-4 of the largest output, else the traced program is compiled,
+        with a warning); the manifest records the choice and the error.
+      precision: "float32" (default) or "bfloat16" (needs params="inline"):
+        the modules' convolutions (as patches) and matmuls take bfloat16
+        operands and accumulate in float32; the manifest's `max_error` is the
+        measured error against the float32 program (about 3e-3 of the
+        largest logit on ResNet-18).
+      fold_batchnorm: fold a per-channel scale and shift that follow a
+        convolution (an eval-mode BatchNorm) into its weights and a bias
+        (checked like the other rewrites). Off by default: no speed-up was
+        measured, and iree-compile 3.13 rejects some folded programs (stack
+        allocation limit), which then compile a second time unfolded. The
+        XLA program and params.safetensors are never changed.
+
+    Example:
+      >>> IreeOptions(batch_split=True).batch_split
+      True
+    """
+
+    dims: Mapping[str, int] | None = None
+    batch_split: bool = False
+    batch_sizes: Sequence[int] | None = None
+    flags: Sequence[str] | None = None
+    params: str = "auto"
+    conv: str = "auto"
+    precision: str = "float32"
+    fold_batchnorm: bool = False
 
 
 @_lowering.portable()
@@ -124,15 +172,15 @@ def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mappi
 
 
 def _check_options(options: IreeOptions) -> None:
-    for name, value, allowed in (("iree_params", options.params, IREE_PARAMS),
-                                 ("iree_conv", options.conv, ("auto",) + CONV_MODES),
-                                 ("iree_precision", options.precision, PRECISIONS)):
+    for name, value, allowed in (("iree.params", options.params, IREE_PARAMS),
+                                 ("iree.conv", options.conv, ("auto",) + CONV_MODES),
+                                 ("iree.precision", options.precision, PRECISIONS)):
         if value not in allowed:
             raise ValueError(f"export: {name}={value!r} must be one of {list(allowed)}")
     if options.precision == "bfloat16" and options.params == "arguments":
         # Casting argument weights inside the module overflows iree-compile's stack limit
         # (IREE 3.13, ResNet-18); as constants they are cast once at compile time.
-        raise ValueError("export: iree_precision='bfloat16' needs iree_params='inline' (the weights are cast "
+        raise ValueError("export: iree.precision='bfloat16' needs iree.params='inline' (the weights are cast "
                          "to bfloat16 once, at compile time)")
 
 
@@ -198,16 +246,16 @@ def _iree_dims(specs: Sequence[InputSpec], given: Mapping[str, int] | None, batc
     needed = sorted({BATCH if a == 0 else f"dim{a}" for s in specs for a, d in enumerate(s.shape) if d is None})
     if BATCH in given:
         if batch_sizes is not None:
-            raise ValueError(f"export: iree_dims={given} and iree_batch_sizes={batch_sizes!r} both give the "
-                             "batch size; pass iree_batch_sizes only")
+            raise ValueError(f"export: iree.dims={given} and iree.batch_sizes={batch_sizes!r} both give the "
+                             "batch size; pass iree.batch_sizes only")
         batch_sizes = (given.pop(BATCH),)
     missing = [d for d in needed if d != BATCH and d not in given]
     if missing:
         raise ValueError(f"export: IREE targets need static shapes; give sizes for the dynamic dims "
-                         f"{missing} with iree_dims={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
+                         f"{missing} with iree.dims={{{', '.join(repr(m) + ': ...' for m in missing)}}}")
     bad = {k: v for k, v in given.items() if not isinstance(v, int) or isinstance(v, bool) or v < 1}
     if bad:
-        raise ValueError(f"export: iree_dims={given} must map dim names to ints >= 1; bad: {bad}")
+        raise ValueError(f"export: iree.dims={given} must map dim names to ints >= 1; bad: {bad}")
     dims = {k: given[k] for k in needed if k != BATCH}
     if BATCH not in needed:
         return dims, (None,)
@@ -215,6 +263,6 @@ def _iree_dims(specs: Sequence[InputSpec], given: Mapping[str, int] | None, batc
         batch_sizes = DEFAULT_BATCH_SIZES if split else (1,)
     sizes = tuple(batch_sizes) if isinstance(batch_sizes, (list, tuple)) else (batch_sizes,)
     if not sizes or not all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes):
-        raise ValueError(f"export: iree_batch_sizes={batch_sizes!r} must be a non-empty list of ints >= 1, "
+        raise ValueError(f"export: iree.batch_sizes={batch_sizes!r} must be a non-empty list of ints >= 1, "
                          "e.g. (1, 4, 16)")
     return dims, tuple(sorted(set(sizes)))

@@ -99,7 +99,7 @@ class Predictor:
       manifest: the artifact's manifest dict.
 
     An IREE module has static shapes: one function per batch bucket
-    (recorded in the manifest). With `iree_batch_split=True` at export, `input_specs`
+    (recorded in the manifest). With `iree=IreeOptions(batch_split=True)` at export, `input_specs`
     keep a `None` batch dim and any batch size runs as the cheapest sequence
     of bucket calls (`plan_batches`; the last chunk padded with zero rows
     that are dropped). Without it, the batch must be one of the buckets; a
@@ -154,7 +154,7 @@ class Predictor:
         if not self._chunked and len(buckets) == 1:  # the module takes exactly the shapes it was specialized to
             self._sig = self._static[self._buckets[0]]
             self._fn_name = (f"{self.name} (iree module specialized to static shapes; export with "
-                             "iree_batch_sizes=... or iree_batch_split=True for other batch sizes)")
+                             "iree=IreeOptions(batch_sizes=...) or IreeOptions(batch_split=True) for other batch sizes)")
             self.input_specs = tuple(_artifact.spec_from_json(dict(e, shape=s))
                                      for e, s in zip(artifact.inputs, buckets[0]["input_shapes"]))
         self._run = self._run_iree
@@ -186,7 +186,7 @@ class Predictor:
             if n not in self._buckets:
                 raise ValueError(f"{self.name} (iree): batch size {n} is not one the modules were compiled for "
                                  f"({list(self._buckets)}); pass one of those, or export with "
-                                 "iree_batch_split=True to run any batch size")
+                                 "iree=IreeOptions(batch_split=True) to run any batch size")
             chunk = check_arrays(self._static[n], arrays, fn=self._fn_name, convert=True)
             return self._module(*chunk, function=function_name(n))
         # Cover the batch with bucket calls (plan_batches); only the last chunk is padded.

@@ -65,7 +65,7 @@ def test_program_kind_and_flags_follow_the_convolutions():
     assert im2col not in choose_flags("iree-llvm-cpu", depthwise)
     assert "--iree-llvmcpu-target-cpu=host" in choose_flags("iree-llvm-cpu", depthwise)
     assert choose_flags("iree-arm64-android", conv, ["--iree-opt-level=O2"])[1:] == ("--iree-opt-level=O2",)
-    with pytest.raises(ValueError, match="iree_flags"):
+    with pytest.raises(ValueError, match="iree.flags"):
         choose_flags("iree-llvm-cpu", conv, "--iree-opt-level=O2")
 
 
@@ -124,8 +124,8 @@ def mlp():
 def test_buckets_cover_any_batch_from_one_module(mlp, tmp_path, rng):
     net, reference = mlp
     path = pdx.export.export(net, tmp_path / "mlp", [InputSpec([None, 6], "float32", "x")],
-                             targets=("iree-llvm-cpu",), iree_batch_split=True, iree_batch_sizes=(4, 1),
-                             iree_flags=["--iree-opt-level=O2"], differentiable=False)
+                             targets=("iree-llvm-cpu",), iree={"batch_split": True, "batch_sizes": (4, 1), "flags": ["--iree-opt-level=O2"]},
+                             differentiable=False)
     info = json.loads((path / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]
     assert [b["batch"] for b in info["buckets"]] == [1, 4]
     assert info["buckets"][1]["input_shapes"] == [[4, 6]] and info["dims"] == {"batch": 1}
@@ -141,7 +141,7 @@ def test_buckets_cover_any_batch_from_one_module(mlp, tmp_path, rng):
 def test_without_batch_split_only_bucket_sizes_run(mlp, tmp_path, rng):
     net, reference = mlp
     path = pdx.export.export(net, tmp_path / "mlp", [InputSpec([None, 6], "float32", "x")],
-                             targets=("iree-llvm-cpu",), iree_batch_sizes=(2, 5), iree_params="inline",
+                             targets=("iree-llvm-cpu",), iree={"batch_sizes": (2, 5), "params": "inline"},
                              differentiable=False)
     info = json.loads((path / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]
     assert info["params"] == "inline" and info["batch_split"] is False
@@ -156,14 +156,19 @@ def test_without_batch_split_only_bucket_sizes_run(mlp, tmp_path, rng):
 def test_bad_iree_options_name_the_argument(mlp, tmp_path):
     net, _ = mlp
     spec = [InputSpec([None, 6], "float32", "x")]
-    for kwargs, match in [(dict(iree_batch_sizes=(0,)), "iree_batch_sizes"),
-                          (dict(iree_dims={"batch": 2}, iree_batch_sizes=(1,)), "iree_batch_sizes only"),
-                          (dict(iree_params="constants"), "iree_params"),
-                          (dict(iree_conv="im2col"), "iree_conv"),
-                          (dict(iree_precision="float16"), "iree_precision"),
-                          (dict(iree_precision="bfloat16", iree_params="arguments"), "iree_params='inline'")]:
+    for kwargs, match in [(dict(batch_sizes=(0,)), "iree.batch_sizes"),
+                          (dict(dims={"batch": 2}, batch_sizes=(1,)), "iree.batch_sizes only"),
+                          (dict(params="constants"), "iree.params"),
+                          (dict(conv="im2col"), "iree.conv"),
+                          (dict(precision="float16"), "iree.precision"),
+                          (dict(precision="bfloat16", params="arguments"), "iree.params='inline'")]:
         with pytest.raises(ValueError, match=match):
-            pdx.export.export(net, tmp_path / "bad", spec, targets=("iree-llvm-cpu",), **kwargs)
+            pdx.export.export(net, tmp_path / "bad", spec, targets=("iree-llvm-cpu",), iree=kwargs)
+    # Earlier flat arguments and unknown fields name the record form.
+    with pytest.raises(TypeError, match=r"iree_batch_split=\.\.\. is iree=IreeOptions\(batch_split=\.\.\.\)"):
+        pdx.export.export(net, tmp_path / "bad", spec, iree_batch_split=True)
+    with pytest.raises(TypeError, match=r"unknown field\(s\) \['batch'\]; IreeOptions has \['dims'"):
+        pdx.export.export(net, tmp_path / "bad", spec, iree={"batch": 2})
 
 
 def test_batchnorm_folds_into_the_convolution(rng, tmp_path):
@@ -208,8 +213,8 @@ def test_batchnorm_folds_into_the_convolution(rng, tmp_path):
     assert len([line for line in unfolded.splitlines() if "= mul" in line and ":f32[2," in line]) == 2
 
     path = pdx.export.export(net, tmp_path / "convbn", [InputSpec([None, 3, 6, 6], "float32", "x")],
-                             targets=("iree-llvm-cpu",), iree_batch_split=True, iree_batch_sizes=(2,),
-                             iree_fold_batchnorm=True, iree_params="inline", differentiable=False)
+                             targets=("iree-llvm-cpu",), iree={"batch_split": True, "batch_sizes": (2,), "fold_batchnorm": True, "params": "inline"},
+                             differentiable=False)
     info = json.loads((path / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]
     assert info["fold_batchnorm"] is True and 0 <= info["max_error"] <= 1e-4
     got = pdx.export.load(path, runtime="iree")(x[:1])

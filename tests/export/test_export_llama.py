@@ -14,7 +14,7 @@ def test_llama_tiny_round_trip(tmp_path, rng):
     model = LlamaForCausalLM("tiny")
     model.eval()
     path = pdx.export.export(model, tmp_path / "llama", [InputSpec([None, None], "int32", "input_ids")],
-                             targets=("xla", "iree-llvm-cpu"), iree_dims={"batch": 1, "dim1": 16},
+                             targets=("xla", "iree-llvm-cpu"), iree={"dims": {"batch": 1, "dim1": 16}},
                              platforms=("cpu",))
     manifest = pdx.export.load(path).manifest
     assert manifest["inputs"][0]["shape"] == ["batch", "dim1"]

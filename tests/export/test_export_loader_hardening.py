@@ -39,7 +39,7 @@ def artifact(tmp_path_factory):
     net = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
     net.eval()
     path = pdx.export.export(net, tmp_path_factory.mktemp("art") / "mlp", [InputSpec([None, 6], "float32", "x")],
-                             targets=("xla", "iree-llvm-cpu"), iree_batch_split=True)
+                             targets=("xla", "iree-llvm-cpu"), iree={"batch_split": True})
     return path, np.asarray(net(pdx.to_tensor(X)))
 
 

@@ -39,7 +39,7 @@ def cnn_artifact(tmp_path_factory):
     net.eval()
     path = pdx.export.export(net, tmp_path_factory.mktemp("cnn") / "cnn",
                              [InputSpec([None, 1, 8, 8], "float32", "image")],
-                             targets=("xla", "iree-llvm-cpu", "iree-arm64-android"), iree_batch_split=True)
+                             targets=("xla", "iree-llvm-cpu", "iree-arm64-android"), iree={"batch_split": True})
     return net, path
 
 

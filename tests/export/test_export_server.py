@@ -441,7 +441,7 @@ def test_iree_runtime_serves_the_same_outputs(tmp_path, rng):
     net = pdx.nn.Sequential(pdx.nn.Linear(16, 8), pdx.nn.Tanh())
     net.eval()
     path = export(net, tmp_path / "tiny", [InputSpec([None, 16], "float32", "x")], targets=("xla", "iree-llvm-cpu"),
-                  name="tiny", differentiable=False, iree_batch_split=True)
+                  name="tiny", differentiable=False, iree={"batch_split": True})
     w = {k: np.asarray(v) for k, v in net.state_dict().items()}
     server, thread, url = _start_in_thread(create_app(str(path), runtime="iree", max_batch_size=4, name="served"))
     try:

@@ -17,7 +17,7 @@ def scaled(x, ids):
 def runners(tmp_path_factory):
     path = pdx.export.export(scaled, tmp_path_factory.mktemp("val") / "scaled",
                              [InputSpec([None, 4], "float32", "x"), InputSpec([None], "int32", "ids")],
-                             targets=("xla", "iree-llvm-cpu"), iree_batch_split=True)
+                             targets=("xla", "iree-llvm-cpu"), iree={"batch_split": True})
     layer = pdx.jit.load(path)
     return {"xla": pdx.export.load(path), "iree": pdx.export.load(path, runtime="iree"),
             "jit": layer}

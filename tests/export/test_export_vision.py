@@ -38,7 +38,7 @@ def exported(request, tmp_path_factory):
     directory = request.param.replace("@", "_")
     path = pdx.export.export(net, tmp_path_factory.mktemp(directory) / directory,
                              [InputSpec([None, *shape], "float32", "image")], targets=("xla", *targets),
-                             platforms=("cpu",), iree_batch_split=True, iree_batch_sizes=(1, 4))
+                             platforms=("cpu",), iree={"batch_split": True, "batch_sizes": (1, 4)})
     return request.param, net, shape, path
 
 

@@ -361,7 +361,7 @@ def test_an_artifact_carries_a_onednn_program_equal_to_its_portable_one(tmp_path
         x = rng.standard_normal((batch, 8, 8, 3)).astype("float32")
         _close(pred(x), portable.call(params, jnp.asarray(x)), f"batch {batch}")
         _close(other(x), np.asarray(other_net(jnp.asarray(x))), f"other model, batch {batch}")
-    plain = pdx.export.export(net, tmp_path / "plain", [pdx.jit.InputSpec([None, 8, 8, 3])], onednn=False)
+    plain = pdx.export.export(net, tmp_path / "plain", [pdx.jit.InputSpec([None, 8, 8, 3])], cpu={"onednn": False})
     assert "onednn_file" not in json.loads((plain / "manifest.json").read_text())["targets"]["xla"]
     assert pdx.export.load(plain).program == "portable"
 
@@ -523,18 +523,18 @@ def test_an_artifacts_onednn_program_fuses_batchnorm_residual_and_relus(tmp_path
     spec = [pdx.jit.InputSpec([None, *shape])]
     if not K.onednn.bf16_capable():  # AVX2 only: a bfloat16 oneDNN program can be neither built nor run here
         with pytest.raises(ValueError, match="needs a CPU whose oneDNN runs bfloat16"):
-            pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
+            pdx.export.export(net, tmp_path / "bf16", spec, cpu=pdx.export.CpuOptions(precision="bfloat16"))
         return
 
-    bf16 = pdx.export.export(net, tmp_path / "bf16", spec, onednn_precision="bfloat16")
+    bf16 = pdx.export.export(net, tmp_path / "bf16", spec, cpu=pdx.export.CpuOptions(precision="bfloat16"))
     xla = json.loads((bf16 / "manifest.json").read_text())["targets"]["xla"]
     assert xla["onednn_precision"] == "bfloat16" and 0 < xla["onednn_max_error"] < 3e-2, xla
     x = rng.standard_normal((2, 8, 8, 4)).astype("float32")
     want = np.asarray(net(jnp.asarray(x)))
     got = pdx.export.load(bf16)(x)
     assert np.abs(got - want).max() <= 3e-2 * np.abs(want).max()
-    with pytest.raises(ValueError, match="onednn_precision='float16' must be one of"):
-        pdx.export.export(net, tmp_path / "bad", spec, onednn_precision="float16")
+    with pytest.raises(ValueError, match="cpu.precision='float16' must be one of"):
+        pdx.export.export(net, tmp_path / "bad", spec, cpu={"precision": "float16"})
 
 
 def test_an_artifact_written_for_other_onednn_handlers_runs_its_portable_program(tmp_path, rng, monkeypatch):
