@@ -375,8 +375,11 @@ def _concrete_value(x):
     return core.to_concrete_value(x)
 
 
-def _numpy(self):
+def _numpy(self, *flag):
     """Paddle's `Tensor.numpy()`: a writable numpy copy, as Paddle's is.
+
+    Paddle's eager `numpy` also takes one positional flag (its API tests call
+    `x.numpy(False)`); it is accepted and changes nothing here.
 
     Inside a function that `pdx.value_and_grad` differentiates op by op the
     tensor is a JAX tracer that holds its value: `numpy()` gives that value
@@ -390,6 +393,8 @@ def _numpy(self):
             error.add_note(_NO_VALUE)
             raise error
         return np.array(value)
+    if len(flag) > 1 or (flag and not isinstance(flag[0], (bool, np.bool_))):
+        raise TypeError(f"Tensor.numpy() takes at most one bool flag; got {flag!r}")
     return np.array(self)
 
 

@@ -208,6 +208,8 @@ def test_numpy_inside_the_function(paddle):
     arr = jnp.ones(3).numpy()
     arr[0] = 5.0
     assert arr.flags.writeable and paddle.ones([3]).numpy().flags.writeable
+    # Paddle's eager numpy takes one positional flag (Paddle's API tests call x.numpy(False))
+    np.testing.assert_array_equal(jnp.arange(3.0).numpy(False), paddle.arange(3.0).numpy(False))
 
 
 def test_print_runs_op_by_op_every_call(capsys):
