@@ -230,6 +230,9 @@ def sources(path: str) -> tuple[str, ...]:
     return ("pdx",)
 
 
+_MISSING = object()
+
+
 class _TreeModule(types.ModuleType):
     """A Paddle module path under pdx: its names are read from its source modules on first use."""
 
@@ -249,8 +252,9 @@ class _TreeModule(types.ModuleType):
         else:
             for source in sources(path):
                 module = importlib.import_module(source)
-                if hasattr(module, name):
-                    value = getattr(module, name)
+                value = getattr(module, name, _MISSING)
+                # (a tree view imported under a real package is set on it as an attribute: not its name)
+                if value is not _MISSING and not isinstance(value, _TreeModule):
                     break
             else:
                 raise AttributeError(f"module {self.__name__!r} has no attribute {name!r} "
