@@ -8,7 +8,7 @@ fresh `mmap` and gives it back with `munmap`, so every step touches
 the step's kernels (a third of a ResNet step's system time). With one malloc
 arena, no `mmap` for large blocks and freed memory kept for reuse up to
 `TRIM_BYTES`, the next step gets the same pages back: 0 faults per step,
-GPT-mini 190 -> 162 ms (0.85x) on a 2-core Xeon (benchmarks/RESULTS.md,
+GPT-mini 190 -> 162 ms (0.85x) on a 2-core Xeon (benchmarks/HISTORY.md,
 "CPU speed, fourth pass").
 
 The cost: memory the process freed (up to `TRIM_BYTES` at the top of the

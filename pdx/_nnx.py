@@ -124,7 +124,7 @@ def layer_norm(x, axes, scale, bias, epsilon: float):
     """flax's layer normalization: float32 statistics with the one-pass variance.
 
     XLA:CPU fuses the backward pass of this formulation markedly better than
-    other formulations of the same math (benchmarks/RESULTS.md, LayerNorm).
+    other formulations of the same math (benchmarks/HISTORY.md, LayerNorm).
     `scale`/`bias` are None or broadcast against the normalized `axes` of `x`.
     """
     mean, var = _flax_normalization._compute_stats(x, axes, None, use_fast_variance=True)

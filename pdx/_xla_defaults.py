@@ -1,6 +1,6 @@
 """XLA:CPU flags pdx sets by default (before JAX starts its backends).
 
-Measured (benchmarks/train_step.py, benchmarks/RESULTS.md, 2026-11-27, 2-core
+Measured (benchmarks/train_step.py, benchmarks/HISTORY.md, 2026-11-27, 2-core
 Intel Xeon with AVX-512, jaxlib 0.10.2):
 
 - `--xla_cpu_experimental_ynn_fusion_type=-individual_convolution`:

@@ -51,7 +51,7 @@ DELETING = ".deleting"
 # OCDBT splits a step's data into files of about this size (it writes one file otherwise):
 # the sha256 of the manifest then runs one thread per file, beside orbax's own reads.
 # 1 GiB step on 2 cores: save 3.9 -> 2.7 s, verified restore 0.42x -> 0.51x a raw read
-# (benchmarks/RESULTS.md, "CPU speed, third pass", Overheads).
+# (benchmarks/HISTORY.md, "CPU speed, third pass", Overheads).
 DATA_FILE_BYTES = 128 << 20
 
 # Test-only: with PDX_CKPT_TEST_PAUSE_AT=copy|write|commit a save stops at that point,

@@ -39,7 +39,7 @@ _IM2COL = ("--iree-global-opt-use-im2col-for-convs",)
 _STACK = ("--iree-llvmcpu-stack-allocation-limit=131072",)
 
 # Program kind -> llvm-cpu optimization flags, by measurement: `python benchmarks/iree_flags.py`,
-# benchmarks/RESULTS.md "IREE llvm-cpu flags per model" (batch 1, IREE 3.13, 2-core x86 host):
+# benchmarks/HISTORY.md "IREE llvm-cpu flags per model" (batch 1, IREE 3.13, 2-core x86 host):
 #   kind          model @px            O3   +data tiling  +im2col  +both (ms)
 #   conv          resnet18 @32        26.7     25.7        16.4     14.0
 #   conv          resnet18 @224     1034.6   1032.1       269.3    240.5

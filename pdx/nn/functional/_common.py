@@ -69,7 +69,7 @@ def linear(x, weight, bias=None, name=None):
                               f"in_features (x.shape[-1] must equal weight.shape[0]; weight is [in, out] in Paddle)")
     if x.ndim > 2:
         # One 2-D matmul over the flattened leading dims: its weight gradient is a plain
-        # x2d^T @ g2d that XLA:CPU runs on its fast dot path (benchmarks/RESULTS.md,
+        # x2d^T @ g2d that XLA:CPU runs on its fast dot path (benchmarks/HISTORY.md,
         # "Linear as a 2-D matmul": 0.69x of the batched form's step, bit-identical).
         lead = x.shape[:-1]
         out = _MATMUL("auto", x.reshape((math.prod(lead), x.shape[-1])), weight).reshape((*lead, weight.shape[1]))
