@@ -55,7 +55,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 from collections.abc import Callable
@@ -66,7 +65,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import convert_dtype
-from pdx._tensor_names import PADDLE_TENSOR_METHODS
+from pdx._tensor_names import ENV_SWITCH, PADDLE_TENSOR_METHODS
+from pdx._tensor_names import methods_enabled as enabled
 
 __all__ = [
     "ENV_SWITCH",
@@ -77,7 +77,6 @@ __all__ = [
     "registered_methods",
 ]
 
-ENV_SWITCH = "PDX_TENSOR_METHODS"
 
 IMPLEMENTED, ALIAS, EXTENDED, JAX, IN_PLACE, DIFFERENT = (
     "implemented", "alias", "extended", "jax", "in-place", "different")
@@ -837,11 +836,6 @@ def _namespace_of(pdx, name: str) -> str | None:
 _STATUS: dict[str, str] = {}
 _INSTALLED: dict[tuple[type, str], Any] = {}  # (class, name) -> the attribute pdx set
 _JAX_ORIGINAL: dict[tuple[type, str], Any] = {}
-
-
-def enabled() -> bool:
-    """Whether registration is on (`PDX_TENSOR_METHODS` unset or not '0'/'false'/'off')."""
-    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 def _plan(pdx) -> dict[str, tuple[str, Any]]:

@@ -5,9 +5,28 @@ list is checked against the installed paddle by tests/test_tensor_methods.py;
 regenerate it with
 
     python -c "import paddle; print([n for n in dir(paddle.Tensor) if not n.startswith('_')])"
+
+`methods_enabled()` is the one switch for registering them (dense and sparse):
+the environment variable `PDX_TENSOR_METHODS=0` set before importing pdx
+turns it off.
 """
 
-__all__ = ["PADDLE_TENSOR_METHODS"]
+import os
+
+__all__ = ["ENV_SWITCH", "PADDLE_TENSOR_METHODS", "methods_enabled"]
+
+ENV_SWITCH = "PDX_TENSOR_METHODS"
+
+
+def methods_enabled() -> bool:
+    """Whether Paddle's Tensor methods get registered (`PDX_TENSOR_METHODS` unset or not '0'/'false'/'off'/'no').
+
+    Example:
+      >>> from pdx._tensor_names import methods_enabled
+      >>> isinstance(methods_enabled(), bool)
+      True
+    """
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "off", "no")
 
 PADDLE_TENSOR_METHODS: tuple[str, ...] = (
     "T", "abs", "abs_", "acos", "acos_", "acosh", "acosh_", "add", "add_", "add_n", "addmm",

@@ -34,13 +34,10 @@ ROOF = frozenset({"pdx", "pdx._tensor", "pdx._typed_tensors", "pdx._framework", 
 KNOWN_CYCLES = {
     frozenset({"pdx.export", "pdx.jit"}):
         "pdx.jit.save / load / TranslatedLayer are pdx.export's, defined in pdx/jit (Paddle's names)",
-    frozenset({"pdx._tensor", "pdx.sparse"}):
-        "pdx.sparse asks pdx._tensor whether Tensor methods are registered (PDX_TENSOR_METHODS)",
 }
 KNOWN_ROOF_USES = {
     ("pdx.autograd", "pdx._autograd"): "pdx.autograd.no_grad wraps the eager gradient's grad mode",
     ("pdx.device", "pdx._typed_tensors"): "pdx.device re-exports Paddle's typed tensor names",
-    ("pdx.sparse", "pdx._tensor"): "see the pdx._tensor / pdx.sparse cycle",
 }
 
 

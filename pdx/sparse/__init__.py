@@ -15,7 +15,7 @@ number of entries depends on the data keep a static upper bound with padding
 Paddle's own CPU build lacks matmul / mv / addmm / masked_matmul.
 """
 
-from pdx import _tensor
+from pdx._tensor_names import methods_enabled
 from pdx.sparse import _methods as _sparse_methods
 from pdx.sparse import nn
 from pdx.sparse._binary import add, addmm, divide, is_same_shape, mask_as, masked_matmul, matmul, multiply, mv, subtract
@@ -35,5 +35,5 @@ __all__ = [
 ]
 
 # Paddle's sparse Tensor methods on BCOO / BCSR, off with PDX_TENSOR_METHODS=0 like the dense ones.
-if _tensor.enabled():
+if methods_enabled():
     _sparse_methods.register()
