@@ -174,11 +174,11 @@ from pdx.nn._distance import (
     CosineSimilarity,
     PairwiseDistance,
 )
-from pdx.nn._linear_extra import (
+from pdx.nn._bilinear_unflatten import (
     Bilinear,
     Unflatten,
 )
-from pdx.nn._norm_extra import (
+from pdx.nn._lrn_spectral_sync_norm import (
     LocalResponseNorm,
     SpectralNorm,
     SyncBatchNorm,
@@ -208,7 +208,7 @@ from pdx.nn._parameter import (
     ParameterDict,
     ParameterList,
 )
-from pdx.nn._pooling_extra import (
+from pdx.nn._unpool_lp_fractional import (
     FractionalMaxPool2D,
     FractionalMaxPool3D,
     LPPool1D,

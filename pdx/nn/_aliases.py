@@ -18,7 +18,7 @@ from pdx.nn._padding import (
 from pdx.nn._pooling import (
     AdaptiveAvgPool1D, AdaptiveAvgPool2D, AdaptiveAvgPool3D, AdaptiveMaxPool1D, AdaptiveMaxPool2D, AdaptiveMaxPool3D,
 )
-from pdx.nn._pooling_extra import LPPool1D, LPPool2D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D
+from pdx.nn._unpool_lp_fractional import LPPool1D, LPPool2D, MaxUnPool1D, MaxUnPool2D, MaxUnPool3D
 from pdx.nn._vision import UpsamplingBilinear2D, UpsamplingNearest2D
 
 __all__ = [
