@@ -1,0 +1,131 @@
+"""A Paddle program, translated op by op into a pure JAX function `(params, inputs) -> outputs`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from pdx.inference._ops import OPS, is_static
+from pdx.inference._program_file import ModelFormatError, Program, read_params, read_program
+
+__all__ = ["PaddleProgram", "find_model_files", "is_paddle_model"]
+
+_PROGRAM_SUFFIXES = (".json",)
+
+
+def find_model_files(path, params_file=None) -> tuple[Path, Path]:
+    """(program file, params file) for a model directory, a path prefix, or a program file.
+
+    A directory holds one `*.json` program (Paddle's `inference.json` or
+    `model.json`) next to its `.pdiparams`; a prefix `dir/model` names
+    `dir/model.json` and `dir/model.pdiparams`.
+    """
+    path = Path(path)
+    if params_file is not None:
+        return path, Path(params_file)
+    if path.is_dir():
+        programs = sorted(p for p in path.iterdir() if p.suffix in _PROGRAM_SUFFIXES
+                          and p.with_suffix(".pdiparams").exists())
+        if len(programs) != 1:
+            found = [p.name for p in programs]
+            raise ModelFormatError(f"{str(path)!r}: expected one Paddle program (*.json with a .pdiparams next to "
+                                   f"it), found {found or 'none'}; pass Config(model_file, params_file)")
+        return programs[0], programs[0].with_suffix(".pdiparams")
+    if path.suffix in _PROGRAM_SUFFIXES:
+        return path, path.with_suffix(".pdiparams")
+    if path.suffix == ".pdmodel":
+        raise ModelFormatError(f"{str(path)!r}: the ProgramDesc protobuf format (.pdmodel) is not read yet; save "
+                               "with paddle 3.x's default PIR format (paddle.jit.save writes model.json)")
+    return Path(f"{path}.json"), Path(f"{path}.pdiparams")
+
+
+def is_paddle_model(path) -> bool:
+    """True when `path` (a directory, prefix or program file) names a Paddle-saved PIR model."""
+    try:
+        program, params = find_model_files(path)
+    except (ModelFormatError, OSError):
+        return False
+    return program.is_file() and params.is_file() and not (Path(path).is_dir()
+                                                           and (Path(path) / "manifest.json").exists())
+
+
+class PaddleProgram:
+    """A saved Paddle program with its parameters, callable as a pure JAX function.
+
+    Args:
+      model_file: the PIR JSON program (`model.json`).
+      params_file: its `.pdiparams` stream.
+
+    Attributes:
+      feeds / fetches / params: typed records of the inputs, outputs and parameters.
+      values: {parameter name: numpy array} as stored.
+
+    Example:
+      >>> prog = PaddleProgram("m/model.json", "m/model.pdiparams")  # doctest: +SKIP
+      >>> outs = prog(prog.values, [x])                               # doctest: +SKIP
+    """
+
+    def __init__(self, model_file, params_file):
+        self.program: Program = read_program(model_file)
+        unknown = [(op.index, op.name) for op in self.program.ops if op.name not in OPS]
+        if unknown:
+            index, name = unknown[0]
+            raise ModelFormatError(
+                f"{model_file}: op #{index} is {name!r}, which pdx cannot translate"
+                + (f" ({len(unknown)} ops of {len({n for _, n in unknown})} unsupported kinds: "
+                   f"{sorted({n for _, n in unknown})})" if len(unknown) > 1 else "")
+                + f". Supported ops: {', '.join(sorted(OPS))}")
+        self.values = read_params(params_file, self.program.params)
+        self.model_file, self.params_file = os.fspath(model_file), os.fspath(params_file)
+
+    @property
+    def feeds(self):
+        return self.program.feeds
+
+    @property
+    def fetches(self):
+        return self.program.fetches
+
+    @property
+    def params(self):
+        return self.program.params
+
+    def check_inputs(self, inputs) -> None:
+        """Raise ValueError unless `inputs` match the program's inputs in count, rank and fixed sizes."""
+        feeds = self.program.feeds
+        if len(inputs) != len(feeds):
+            raise ValueError(f"the program takes {len(feeds)} inputs ({[f.name for f in feeds]}), got {len(inputs)}")
+        for feed, x in zip(feeds, inputs):
+            shape = tuple(np.shape(x))
+            if len(shape) != len(feed.shape) or any(d is not None and d != s for d, s in zip(feed.shape, shape)):
+                raise ValueError(f"input {feed.name!r} has shape {list(shape)}; the program takes "
+                                 f"{[-1 if d is None else d for d in feed.shape]} (-1: any size)")
+
+    def __call__(self, params: dict, inputs) -> list:
+        """Run the program: `params` maps names to arrays (persistable ones at least), `inputs` is a list."""
+        env = {0: None}
+        for p in self.program.params:
+            env[p.value] = params.get(p.name) if p.persistable else None
+        for feed, x in zip(self.program.feeds, inputs):
+            env[feed.value] = x
+        for op in self.program.ops:
+            ins = [env[v] for v in op.inputs]
+            try:
+                outs = OPS[op.name](ins, op.attrs)
+            except (TypeError, ValueError, IndexError) as e:
+                shapes = [getattr(v, "shape", None) if not isinstance(v, list) else "list" for v in ins]
+                raise ValueError(f"{self.model_file}: op #{op.index} ({op.name}, inputs {shapes}) failed: "
+                                 f"{e}") from e
+            if len(op.outputs) == 1 and not isinstance(outs, tuple):
+                outs = (outs,)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+            if len(outs) < len(op.outputs):
+                outs = outs + (None,) * (len(op.outputs) - len(outs))
+            if is_static(ins) and op.name != "builtin.combine":  # computed from constants and shapes only
+                outs = tuple(np.asarray(o) if o is not None and not isinstance(o, list) else o for o in outs)
+            for vid, value in zip(op.outputs, outs):
+                env[vid] = value
+        return [env[f.value] for f in self.program.fetches]
