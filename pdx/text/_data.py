@@ -28,7 +28,7 @@ import numpy as np
 
 from pdx import _safefile
 from pdx.io import Dataset
-from pdx.text._tokenizer import TokenizerError
+from pdx.text._errors import TokenizerError
 
 __all__ = ["PackedDataset", "TokenFile", "bundled_corpus", "lm_targets", "pack_documents", "read_documents",
            "tokenize_corpus"]

@@ -16,15 +16,13 @@ import os
 from collections.abc import Iterable, Sequence
 
 from pdx import _safefile
+from pdx.text._errors import TokenizerError
+from pdx.text._template import TemplateBudget, TemplateError, render_chat_template
 
 __all__ = ["Tokenizer", "TokenizerError", "train_bpe"]
 
 _MAX_TOKENIZER_BYTES = 256 << 20
 _MAX_CONFIG_BYTES = 4 << 20
-
-
-class TokenizerError(ValueError):
-    """A tokenizer file or argument that cannot be used (names the file or argument and the fix)."""
 
 
 def _special(config: dict, key: str):
@@ -57,7 +55,7 @@ class Tokenizer:
         self.chat_template = chat_template
         self.add_bos_token = add_bos_token
         self.add_eos_token = add_eos_token
-        self._template = None
+        self.template_budget = TemplateBudget()
 
     # -- loading -------------------------------------------------------------------------------------
     @classmethod
@@ -203,13 +201,27 @@ class Tokenizer:
 
     # -- chat -----------------------------------------------------------------------------------------
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = False,
-                            tokenize: bool = True, chat_template: str | None = None):
+                            tokenize: bool = True, chat_template: str | None = None, *, tools: Sequence | None = None,
+                            budget: TemplateBudget | None = None, **template_vars):
         """Render `messages` ([{"role": ..., "content": ...}, ...]) with the Jinja chat template.
 
         The template runs in Jinja's immutable sandbox with Hugging Face's
-        variables (`messages`, `add_generation_prompt`, `bos_token`,
-        `eos_token`, `raise_exception`). Returns ids (tokenize=True; no
-        special tokens added beyond what the template writes) or the text.
+        variables (`messages`, `tools`, `add_generation_prompt`, `bos_token`,
+        `eos_token`, `raise_exception`, `strftime_now`, plus `template_vars`)
+        under `budget` (default `self.template_budget`, a `TemplateBudget`:
+        2 s, 256 KiB of template, 4 MiB of input, 4 Mi characters of output,
+        nesting 64). Returns ids (tokenize=True; no special tokens added
+        beyond what the template writes) or the text.
+
+        Raises `TemplateError` (a `TokenizerError`/`ValueError`; `.limit` names
+        the budget field exceeded) for a template or input over budget and for
+        any failure of the template on these messages. Thread-safe.
+
+        Example:
+          >>> tok = train_bpe(["hi there"] * 20, vocab_size=270,
+          ...                 chat_template="{% for m in messages %}{{ m['content'] }}\\n{% endfor %}")
+          >>> tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+          'hi\\n'
         """
         source = chat_template or self.chat_template
         if source is None:
@@ -217,9 +229,12 @@ class Tokenizer:
                                  "or set tokenizer.chat_template")
         if not isinstance(messages, (list, tuple)) or not all(
                 isinstance(m, dict) and "role" in m and "content" in m for m in messages):
-            raise TokenizerError("apply_chat_template: messages must be a list of {'role': ..., 'content': ...} dicts")
-        text = _compile(source).render(messages=list(messages), add_generation_prompt=add_generation_prompt,
-                                       bos_token=self.bos_token or "", eos_token=self.eos_token or "")
+            raise TemplateError("apply_chat_template: messages must be a list of {'role': ..., 'content': ...} dicts")
+        variables = {**template_vars, "messages": list(messages), "add_generation_prompt": bool(add_generation_prompt),
+                     "bos_token": self.bos_token or "", "eos_token": self.eos_token or ""}
+        if tools is not None:
+            variables["tools"] = list(tools) if isinstance(tools, (list, tuple)) else tools
+        text = render_chat_template(source, variables, budget if budget is not None else self.template_budget)
         return self.encode(text, add_special_tokens=False) if tokenize else text
 
     def encode_chat(self, messages: Sequence[dict]) -> tuple[list[int], list[bool]]:
@@ -246,26 +261,6 @@ class Tokenizer:
 
 def _piece(backend, i: int):
     return backend.id_to_piece(i) if i is not None and i >= 0 else None
-
-
-_TEMPLATES: dict = {}
-
-
-def _compile(source: str):
-    if source not in _TEMPLATES:
-        from jinja2.exceptions import TemplateError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        def raise_exception(message):
-            raise TokenizerError(f"chat template: {message}")
-
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        env.globals["raise_exception"] = raise_exception
-        try:
-            _TEMPLATES[source] = env.from_string(source)
-        except TemplateError as e:
-            raise TokenizerError(f"chat template does not parse: {e}") from None
-    return _TEMPLATES[source]
 
 
 def train_bpe(corpus, vocab_size: int = 8000, *, special_tokens: Sequence[str] = ("<unk>", "<s>", "</s>", "<pad>"),
