@@ -14,11 +14,37 @@ Example:
 
 from pdx.inference._layer import PaddleTranslatedLayer
 from pdx.inference._program_file import ModelFormatError
+from pdx.inference._predictor import (
+    Config,
+    DataType,
+    PlaceType,
+    PrecisionType,
+    Predictor,
+    PredictorPool,
+    Tensor,
+    create_predictor,
+    get_num_bytes_of_data_type,
+    get_trt_compile_version,
+    get_trt_runtime_version,
+    get_version,
+)
 from pdx.inference._translate import PaddleProgram, is_paddle_model
 
 __all__ = [
+    "Config",
+    "DataType",
     "ModelFormatError",
     "PaddleProgram",
     "PaddleTranslatedLayer",
+    "PlaceType",
+    "PrecisionType",
+    "Predictor",
+    "PredictorPool",
+    "Tensor",
+    "create_predictor",
+    "get_num_bytes_of_data_type",
+    "get_trt_compile_version",
+    "get_trt_runtime_version",
+    "get_version",
     "is_paddle_model",
 ]

@@ -94,13 +94,22 @@ def load(path, **configs):
     The manifest and every file's sha256 are checked before anything is
     deserialized (`pdx.export.ArtifactError` otherwise).
 
+    A model Paddle saved (`paddle.jit.save`: `model.json` + `model.pdiparams`)
+    loads too: `path` is its directory or prefix (`dir/model`), and the result
+    is a `pdx.inference.PaddleTranslatedLayer` running its translated program.
+
     Args:
-      path: the artifact directory written by `pdx.jit.save` / `pdx.export.export`.
+      path: the artifact directory written by `pdx.jit.save` / `pdx.export.export`,
+        or a Paddle-saved model's directory or path prefix.
       **configs: accepted for Paddle compatibility; none are used.
 
     Returns:
       A `TranslatedLayer` with the artifact's parameters.
     """
+    from pdx.inference import PaddleTranslatedLayer, is_paddle_model
+
+    if is_paddle_model(path):
+        return PaddleTranslatedLayer(path)
     from pdx.export import TranslatedLayer  # pdx.export imports pdx.jit
 
     return TranslatedLayer(path)
