@@ -35,6 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="tokenize on the server: DIR holds a tokenizer.json that pads to a fixed length; "
                              "the artifact's one input (token ids) then also accepts strings: "
                              "{\"inputs\": [[\"text\", ...]]}")
+    parser.add_argument("--max-request-rows", type=int, default=_server.DEFAULT_MAX_REQUEST_ROWS,
+                        help="most rows (texts) per request; more get HTTP 413 (default %(default)s)")
+    parser.add_argument("--max-text-bytes", type=int, default=64 * 1024,
+                        help="--tokenizer: most UTF-8 bytes per text, checked before tokenizing; longer texts get "
+                             "HTTP 413 (default %(default)s)")
     parser.add_argument("--max-batch-size", type=int, default=_server.DEFAULT_MAX_BATCH_SIZE,
                         help="most rows per batch; 1 turns dynamic batching off (default %(default)s)")
     parser.add_argument("--batch-timeout-ms", type=float, default=_server.DEFAULT_BATCH_TIMEOUT_MS,
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                    batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
                    max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s, max_json_depth=args.max_json_depth,
                    header_timeout_s=args.header_timeout_s, keep_alive_s=args.keep_alive_s,
-                   graceful_timeout_s=args.graceful_timeout_s)
+                   graceful_timeout_s=args.graceful_timeout_s, max_request_rows=args.max_request_rows)
     model = args.artifact
     if args.tokenizer is not None:
         from pdx.export import load
@@ -98,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
         from pdx.text import Tokenizer
 
         try:
-            model = TextPredictor(load(args.artifact, runtime=args.runtime), Tokenizer.from_pretrained(args.tokenizer))
+            model = TextPredictor(load(args.artifact, runtime=args.runtime), Tokenizer.from_pretrained(args.tokenizer),
+                                  max_texts=args.max_request_rows, max_text_bytes=args.max_text_bytes)
         except (ValueError, OSError) as e:
             return _fail(f"pdx serve: {e}", 2)
     try:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pdx.export._server_batching import Batcher, ModelWorker
+from pdx.export._server_batching import Batcher, DaemonPool, ModelWorker
 from pdx.export._server_decode import ClientDisconnected, HTTPError, decode_body, encode, read_body
 from pdx.export._server_metrics import Metrics
 
@@ -47,6 +47,7 @@ DEFAULT_MAX_QUEUE = 256
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_JSON_DEPTH = 64
+DEFAULT_MAX_REQUEST_ROWS = 4096
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_KEEP_ALIVE_S = 5.0
 # On SIGTERM: how long requests in flight may take to finish before they are cancelled.
@@ -69,7 +70,7 @@ class _Service:
     """The model, its batcher and the server's state, shared by the route handlers."""
 
     def __init__(self, model, *, name, runtime, max_batch_size, batch_timeout_ms, max_queue,
-                 max_body_bytes, timeout_s, max_json_depth, on_load_error):
+                 max_body_bytes, timeout_s, max_json_depth, on_load_error, max_request_rows=DEFAULT_MAX_REQUEST_ROWS):
         self.source = model
         self.name = name
         self.runtime = runtime
@@ -79,6 +80,7 @@ class _Service:
         self.max_body_bytes = max_body_bytes
         self.timeout_s = timeout_s
         self.max_json_depth = max_json_depth
+        self.max_request_rows = max_request_rows
         self.on_load_error = on_load_error
         self.predictor = None
         self.output_dtypes: list[str] = []
@@ -88,12 +90,16 @@ class _Service:
         self.batcher: Batcher | None = None
         self.metrics = Metrics(name or "", max_batch_size)
         self.worker: ModelWorker | None = None
+        # large bodies are decoded (and texts tokenized) here, one at a time: memory stays bounded by one
+        # request's budget, and a stuck decode never holds up the exit (daemon thread)
+        self.decoder: DaemonPool | None = None
         self._startup: asyncio.Task | None = None
 
     # ---- lifecycle
 
     async def start(self) -> None:
         self.worker = ModelWorker()
+        self.decoder = DaemonPool(1, name="pdx-serve-decode")
         self._startup = asyncio.get_running_loop().create_task(self._load_and_warm_up())
 
     async def stop(self) -> None:
@@ -103,6 +109,8 @@ class _Service:
             await self.batcher.stop()
         if self.worker is not None:
             self.worker.stop()  # a daemon thread: a hung model call does not hold up the exit
+        if self.decoder is not None:
+            self.decoder.stop()
 
     def begin_drain(self, grace_s: float) -> None:
         """Shutdown began: report not ready, and answer 503 to requests still waiting on the model
@@ -227,7 +235,18 @@ class _Service:
             return decode_body(body, content_type, self.predictor.input_specs, self.predictor.check_inputs,
                                max_body_bytes=self.max_body_bytes, max_json_depth=self.max_json_depth)
 
-        arrays = decode() if len(body) <= _INLINE_DECODE_BYTES else await loop.run_in_executor(None, decode)
+        if len(body) <= _INLINE_DECODE_BYTES:
+            arrays = decode()
+        else:
+            decoding = self.decoder.run(decode)
+            try:
+                arrays = await asyncio.wait_for(decoding, max(0.0, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                raise HTTPError(504, f"the body was not decoded within {self.timeout_s:g} s (--timeout-s)") from None
+        rows = max((a.shape[0] for a in arrays if a.ndim), default=1)
+        if rows > self.max_request_rows:
+            raise HTTPError(413, f"the request has {rows} rows, over the limit of {self.max_request_rows} rows per "
+                                 "request (--max-request-rows); send fewer per request")
         job = self.batcher.submit(arrays)
         try:
             outputs = await asyncio.wait_for(job.future, max(0.0, deadline - loop.time()))
@@ -292,7 +311,7 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
                max_batch_size: int = DEFAULT_MAX_BATCH_SIZE, batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS,
                max_queue: int = DEFAULT_MAX_QUEUE, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                timeout_s: float = DEFAULT_TIMEOUT_S, max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
-               on_load_error: Callable[[str], None] | None = None):
+               on_load_error: Callable[[str], None] | None = None, max_request_rows: int = DEFAULT_MAX_REQUEST_ROWS):
     """An ASGI app (starlette) serving one exported model over HTTP.
 
     The model loads and warms up in the background once the server starts;
@@ -316,6 +335,8 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
         is answered 408, a result not computed by then 504. A model call running
         longer marks the server not ready.
       max_json_depth: deepest JSON nesting accepted (400 beyond, checked before parsing).
+      max_request_rows: most rows (leading-dim entries, or texts) per request (413 beyond, checked
+        before the request is queued); a request that times out stops computing at its next chunk.
       on_load_error: called with the reason if the model fails to load.
 
     Returns:
@@ -332,15 +353,17 @@ def create_app(model, *, name: str | None = None, runtime: str = "xla",
 
     reject_url(model)
     for arg, value, low in (("max_batch_size", max_batch_size, 1), ("max_queue", max_queue, 1),
-                            ("max_body_bytes", max_body_bytes, 1), ("max_json_depth", max_json_depth, 1)):
-        if not isinstance(value, int) or value < low:
+                            ("max_body_bytes", max_body_bytes, 1), ("max_json_depth", max_json_depth, 1),
+                            ("max_request_rows", max_request_rows, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"create_app: {arg} must be an int >= {low}, got {value!r}")
     _check_seconds("create_app", batch_timeout_ms=(batch_timeout_ms, False), timeout_s=(timeout_s, True))
     if runtime not in ("xla", "iree"):
         raise ValueError(f"create_app: runtime must be 'xla' or 'iree', got {runtime!r}")
     service = _Service(model, name=name, runtime=runtime, max_batch_size=max_batch_size,
                        batch_timeout_ms=batch_timeout_ms, max_queue=max_queue, max_body_bytes=max_body_bytes,
-                       timeout_s=timeout_s, max_json_depth=max_json_depth, on_load_error=on_load_error)
+                       timeout_s=timeout_s, max_json_depth=max_json_depth, on_load_error=on_load_error,
+                       max_request_rows=max_request_rows)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

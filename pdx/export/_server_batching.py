@@ -31,7 +31,7 @@ import numpy as np
 from pdx.export._server_decode import HTTPError
 from pdx.export._server_metrics import Metrics, batch_sizes
 
-__all__ = ["Batcher", "ModelWorker"]
+__all__ = ["Batcher", "DaemonPool", "ModelWorker"]
 
 _log = logging.getLogger("uvicorn.error")
 
@@ -84,6 +84,59 @@ class ModelWorker:
                 result, error = None, e
             finally:
                 self._busy_since = None
+            with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
+                loop.call_soon_threadsafe(_settle, future, result, error)
+
+
+class DaemonPool:
+    """Runs calls on `threads` daemon threads; each call's result is a future of the calling event loop.
+
+    For tokenizing, rendering chat templates and decoding large bodies off the
+    event loop. Unlike `asyncio.to_thread` / `run_in_executor(None, ...)`, whose
+    threads the interpreter joins at exit, a call that never returns cannot keep
+    the server from stopping, and the loop never waits for one: the awaiting
+    request may give up (timeout, shutdown) and the thread finishes on its own.
+
+    Example:
+      >>> import asyncio
+      >>> pool = DaemonPool(2)
+      >>> async def twice():
+      ...     return await asyncio.gather(pool.run(len, "ab"), pool.run(len, "abc"))
+      >>> asyncio.run(twice())
+      [2, 3]
+      >>> pool.stop()
+    """
+
+    def __init__(self, threads: int = 2, name: str = "pdx-serve-text"):
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"DaemonPool: threads must be an int >= 1, got {threads!r}")
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True)
+                         for i in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    def run(self, fn: Callable, *args) -> asyncio.Future:
+        """`fn(*args)` on a pool thread, as a future of the running event loop."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._calls.put((fn, args, loop, future))
+        return future
+
+    def stop(self) -> None:
+        """Let the threads end after their current calls (they are not waited for)."""
+        for _ in self._threads:
+            self._calls.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            fn, args, loop, future = item
+            if future.cancelled():  # its request gave up while this call was queued
+                continue
+            try:
+                result, error = fn(*args), None
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting request
+                result, error = None, e
             with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
                 loop.call_soon_threadsafe(_settle, future, result, error)
 
@@ -224,6 +277,8 @@ class Batcher:
             except Exception as e:  # the model failed: every request in the batch gets the reason
                 _fail(batch, e)
                 return
+            if outputs is _ABANDONED:
+                return
             if outputs is not None:
                 offset = 0
                 for job in batch:
@@ -237,13 +292,17 @@ class Batcher:
                 _fail([job], e)
 
     async def _run_chunked(self, batch: list[_Job]) -> list | None:
-        """The batch's outputs, run in chunks of warm-up sizes; None when batching had to be turned off."""
+        """The batch's outputs, run in chunks of warm-up sizes; None when batching had to be turned off,
+        `_ABANDONED` when every request of the batch timed out or left (checked between chunks)."""
         n_inputs = len(batch[0].arrays)
         inputs = [batch[0].arrays[i] if len(batch) == 1 else np.concatenate([j.arrays[i] for j in batch])
                   for i in range(n_inputs)]
         total = inputs[0].shape[0]
         pieces = []
         for start in range(0, total, self.max_batch_size):
+            if all(j.future.done() for j in batch):  # every request timed out or left: stop computing for them
+                _log.debug("dropping a batch of %d rows after %d: no request waits for it", total, start)
+                return _ABANDONED
             rows = min(self.max_batch_size, total - start)
             padded = self._bucket(rows)
             chunk = [_pad(a[start:start + rows], padded) for a in inputs]
@@ -255,6 +314,9 @@ class Batcher:
                 return None
             pieces.append([o[:rows] for o in outputs])
         return pieces[0] if len(pieces) == 1 else [np.concatenate(p) for p in zip(*pieces)]
+
+
+_ABANDONED = object()  # _run_chunked's answer when no request of the batch is waiting any more
 
 
 def _pad(array: np.ndarray, rows: int) -> np.ndarray:

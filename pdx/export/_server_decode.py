@@ -132,7 +132,7 @@ def decode_body(body: bytes, content_type: str, specs: Sequence, check: Callable
     try:
         return list(check(*values))
     except (ValueError, TypeError, OverflowError) as e:  # the predictor's message names input and fix
-        raise HTTPError(400, str(e)) from None
+        raise HTTPError(getattr(e, "status", 400), str(e)) from None
 
 
 def _charset(params: str) -> str | None:
