@@ -19,7 +19,7 @@ import numpy as np
 from pdx._dtype import convert_dtype
 
 __all__ = ["ArgumentError", "AxisError", "ShapeError", "argument_error", "as_array", "int_list",
-           "normalize_axis", "op_error", "static_int"]
+           "is_int", "normalize_axis", "ntuple", "op_error", "static_int"]
 
 
 class ArgumentError(TypeError, ValueError):
@@ -38,6 +38,30 @@ class AxisError(ValueError, IndexError):
 class ShapeError(ValueError, TypeError):
     """A shape that does not fit (`x.reshape([4, 2])` of 6 elements): Paddle's ValueError,
     and JAX's TypeError for its own reshape method."""
+
+
+def is_int(v) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def ntuple(value, n: int, *, op: str, name: str, minimum: int | None = None) -> tuple[int, ...]:
+    """An int or a list of `n` ints -> a tuple of `n` ints (Paddle's `convert_to_list`).
+
+    Example:
+      >>> ntuple(3, 2, op="nn.Conv2D", name="kernel_size")
+      (3, 3)
+    """
+    if is_int(value):
+        out = (int(value),) * n
+    elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) and len(value) == n \
+            and all(is_int(v) for v in value):
+        out = tuple(int(v) for v in value)
+    else:
+        raise op_error(op, f"`{name}` must be an int or a list/tuple of {n} ints; got {name}={value!r}")
+    if minimum is not None and any(v < minimum for v in out):
+        raise op_error(op, f"every entry of `{name}` must be >= {minimum}; got {name}={value!r}")
+    return out
 
 
 def op_error(op: str, message: str) -> ValueError:

@@ -7,7 +7,8 @@ and calls the functional op; PReLU holds a parameter and RReLU an RNG state.
 from __future__ import annotations
 
 import pdx.nn.functional as F
-from pdx.nn._common import float_dtype, init_rng_state, is_int, layer_error, next_rng, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, init_rng_state, layer_error, next_rng, value_of
 from pdx.nn._layer import Layer, as_rngs
 from pdx.nn.initializer import Constant
 

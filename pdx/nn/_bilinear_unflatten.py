@@ -9,7 +9,8 @@ import numpy as np
 
 import pdx.nn.functional as F
 from pdx.nn import axes
-from pdx.nn._common import float_dtype, is_int, layer_error, reprlist, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, layer_error, reprlist, value_of
 from pdx.nn._layer import Layer, as_rngs
 from pdx._args import as_array, normalize_axis
 

@@ -4,42 +4,22 @@ dtypes and each layer's own PRNG state."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
 from pdx import _random
 from pdx._dtype import convert_dtype, default_float
 from pdx.nn._layer import ParamAttr
 
-__all__ = ["RngState", "attr_list", "float_dtype", "init_rng_state", "is_int", "layer_error",
-           "next_rng", "ntuple", "reprlist", "value_of"]
+__all__ = ["RngState", "attr_list", "float_dtype", "init_rng_state", "layer_error", "next_rng", "reprlist",
+           "value_of"]
 
 
 def layer_error(layer: str, message: str) -> ValueError:
     """A ValueError that names the layer, e.g. `pdx.nn.Conv2D: ...`."""
     return ValueError(f"pdx.nn.{layer}: {message}")
-
-
-def is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def ntuple(value, n: int, *, layer: str, name: str, minimum: int = 1) -> tuple[int, ...]:
-    """An int or `n` ints -> a tuple of `n` ints, each >= `minimum`."""
-    if is_int(value):
-        out = (int(value),) * n
-    elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) \
-            and len(value) == n and all(is_int(v) for v in value):
-        out = tuple(int(v) for v in value)
-    else:
-        raise layer_error(layer, f"`{name}` must be an int or a list/tuple of {n} ints; got {name}={value!r}")
-    if any(v < minimum for v in out):
-        raise layer_error(layer, f"every entry of `{name}` must be >= {minimum}; got {name}={value!r}")
-    return out
 
 
 def reprlist(value):

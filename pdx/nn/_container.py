@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 
 from flax import nnx
 
-from pdx.nn._common import is_int, layer_error
+from pdx._args import is_int
+from pdx.nn._common import layer_error
 from pdx.nn._layer import Layer
 
 __all__ = ["LayerDict", "LayerList", "Sequential"]

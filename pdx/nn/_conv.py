@@ -12,7 +12,8 @@ import math
 
 import pdx.nn.functional as F
 from pdx.nn import axes
-from pdx.nn._common import float_dtype, is_int, layer_error, ntuple, reprlist, value_of
+from pdx._args import is_int, ntuple
+from pdx.nn._common import float_dtype, layer_error, reprlist, value_of
 from pdx.nn._layer import Layer, as_rngs
 from pdx.nn.initializer import Normal
 
@@ -62,9 +63,9 @@ class _ConvNd(Layer):
             raise layer_error(layer, "weight_attr=False is not allowed: a convolution needs its weight")
         self._in_channels = int(in_channels)
         self._out_channels = int(out_channels)
-        self._kernel_size = ntuple(kernel_size, n, layer=layer, name="kernel_size")
-        self._stride = ntuple(stride, n, layer=layer, name="stride")
-        self._dilation = ntuple(dilation, n, layer=layer, name="dilation")
+        self._kernel_size = ntuple(kernel_size, n, op=f"nn.{layer}", name="kernel_size", minimum=1)
+        self._stride = ntuple(stride, n, op=f"nn.{layer}", name="stride", minimum=1)
+        self._dilation = ntuple(dilation, n, op=f"nn.{layer}", name="dilation", minimum=1)
         self._padding = _static_padding(padding)
         self._padding_mode = padding_mode
         self.output_padding = _static_padding(output_padding)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_float
-from pdx.nn._common import is_int
+from pdx._args import is_int
 
 __all__ = ["BeamSearchDecoder", "Decoder", "dynamic_decode"]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pdx.nn.functional as F
-from pdx.nn._common import is_int, layer_error
+from pdx._args import is_int
+from pdx.nn._common import layer_error
 from pdx.nn._layer import Layer
 
 __all__ = ["CosineSimilarity", "PairwiseDistance"]

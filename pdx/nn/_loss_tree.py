@@ -6,7 +6,8 @@ import jax.numpy as jnp
 
 import pdx.nn.functional as F
 from pdx.nn import axes
-from pdx.nn._common import float_dtype, is_int, layer_error, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, layer_error, value_of
 from pdx.nn._container import LayerList
 from pdx.nn._layer import Layer, as_rngs
 from pdx.nn.functional._loss_tree import adaptive_full_log_prob

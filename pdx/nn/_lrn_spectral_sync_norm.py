@@ -17,7 +17,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 import pdx.nn.functional as F
-from pdx.nn._common import float_dtype, is_int, layer_error, reprlist, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, layer_error, reprlist, value_of
 from pdx.nn._layer import Layer, ParamAttr, as_rngs
 from pdx.nn._norm import _BatchNormBase
 from pdx.nn.initializer import Constant, Normal

@@ -18,7 +18,8 @@ import pdx.nn.functional as F
 from pdx._dtype import default_float
 from pdx._placement import axes_metadata
 from pdx.nn import axes
-from pdx.nn._common import float_dtype, is_int, layer_error, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, layer_error, value_of
 from pdx.nn._layer import Buffer, Layer, as_rngs
 from pdx.nn.initializer import Constant
 from pdx._args import as_array

@@ -12,7 +12,8 @@ import jax
 import numpy as np
 
 import pdx.nn.functional as F
-from pdx.nn._common import is_int, layer_error, reprlist
+from pdx._args import is_int
+from pdx.nn._common import layer_error, reprlist
 from pdx.nn._layer import Layer
 
 __all__ = [

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pdx.nn._common import is_int, layer_error
+from pdx._args import is_int
+from pdx.nn._common import layer_error
 from pdx.nn._layer import Layer
 
 __all__ = ["Parameter", "ParameterDict", "ParameterList"]

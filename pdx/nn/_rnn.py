@@ -33,7 +33,8 @@ from flax import nnx
 
 import pdx.nn.functional as F
 from pdx.nn import axes
-from pdx.nn._common import float_dtype, init_rng_state, is_int, layer_error, next_rng, value_of
+from pdx._args import is_int
+from pdx.nn._common import float_dtype, init_rng_state, layer_error, next_rng, value_of
 from pdx.nn._container import LayerList
 from pdx.nn._layer import Layer, ParamAttr, as_rngs
 from pdx.nn.initializer import Constant, Uniform

@@ -16,7 +16,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from pdx.nn._common import is_int
+from pdx._args import is_int
 from pdx.nn._conv import Conv1DTranspose, Conv2DTranspose, Conv3DTranspose
 from pdx.nn._layer import Buffer, Layer
 from pdx.nn._linear import Linear

@@ -20,7 +20,8 @@ import pdx.nn.functional as F
 from pdx import _placement, _random
 from pdx._dtype import default_float
 from pdx.nn import axes
-from pdx.nn._common import RngState, attr_list, init_rng_state, is_int, layer_error, next_rng
+from pdx._args import is_int
+from pdx.nn._common import RngState, attr_list, init_rng_state, layer_error, next_rng
 from pdx.nn._container import LayerList
 from pdx.nn._dropout import Dropout
 from pdx.nn._layer import Layer, as_rngs, restore_attribute_order

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import in_trace
-from pdx._args import as_array, op_error
+from pdx._args import as_array, is_int, ntuple, op_error  # noqa: F401 (is_int, ntuple: used by the ops)
 
 # Spatial-layout names Paddle accepts, per number of spatial dims.
 CHANNEL_FIRST = {1: "NCL", 2: "NCHW", 3: "NCDHW"}
@@ -44,24 +44,6 @@ def float_array(x, *, op: str, name: str = "x") -> jax.Array:
 
         x = x.astype(default_float())
     return x
-
-
-def is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def ntuple(value, n: int, *, op: str, name: str, minimum: int | None = None) -> tuple[int, ...]:
-    """An int or a list of `n` ints -> tuple of `n` ints (Paddle's `convert_to_list`)."""
-    if is_int(value):
-        out = (int(value),) * n
-    elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) and len(value) == n \
-            and all(is_int(v) for v in value):
-        out = tuple(int(v) for v in value)
-    else:
-        raise error(op, f"`{name}` must be an int or a list/tuple of {n} ints; got {name}={value!r}")
-    if minimum is not None and any(v < minimum for v in out):
-        raise error(op, f"every entry of `{name}` must be >= {minimum}; got {name}={value!r}")
-    return out
 
 
 def channel_last(data_format, allowed: Sequence[str], *, op: str) -> bool:

@@ -633,9 +633,9 @@ def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=Fals
 # ----------------------------------------------------------------------------- unfold / fold
 
 def _unfold_args(kernel_sizes, strides, paddings, dilations, op):
-    kernel = ntuple(kernel_sizes, 2, op=op, name="kernel_sizes", minimum=1)
-    stride = ntuple(strides, 2, op=op, name="strides", minimum=1)
-    dilation = ntuple(dilations, 2, op=op, name="dilations", minimum=1)
+    kernel = ntuple(kernel_sizes, 2, op=f"nn.functional.{op}", name="kernel_sizes", minimum=1)
+    stride = ntuple(strides, 2, op=f"nn.functional.{op}", name="strides", minimum=1)
+    dilation = ntuple(dilations, 2, op=f"nn.functional.{op}", name="dilations", minimum=1)
     if is_int(paddings):
         pads = [int(paddings)] * 4
     elif isinstance(paddings, (list, tuple)) and len(paddings) in (2, 4) and all(is_int(p) for p in paddings):
@@ -702,8 +702,8 @@ def fold(x, output_sizes, kernel_sizes, strides=1, paddings=0, dilations=1, name
       (1, 2, 4, 4)
     """
     x = array(x, op="fold")
-    out_hw = ntuple(output_sizes, 2, op="fold", name="output_sizes", minimum=1)
-    kernel = ntuple(kernel_sizes, 2, op="fold", name="kernel_sizes", minimum=1)
+    out_hw = ntuple(output_sizes, 2, op="nn.functional.fold", name="output_sizes", minimum=1)
+    kernel = ntuple(kernel_sizes, 2, op="nn.functional.fold", name="kernel_sizes", minimum=1)
     if x.ndim != 3 or x.shape[1] % (kernel[0] * kernel[1]):
         raise error("fold", f"expects x of shape [N, C * kh * kw, L] with kernel {kernel}; "
                             f"got x.shape={tuple(x.shape)}")

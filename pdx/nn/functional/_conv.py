@@ -40,8 +40,8 @@ def _common_args(x, weight, stride, dilation, groups, data_format, n, op):
         raise error(op, f"expects a {n + 2}-D weight; got weight.shape={tuple(weight.shape)}")
     if not is_int(groups) or groups < 1:
         raise error(op, f"groups must be a positive int; got groups={groups!r}")
-    stride = ntuple(stride, n, op=op, name="stride", minimum=1)
-    dilation = ntuple(dilation, n, op=op, name="dilation", minimum=1)
+    stride = ntuple(stride, n, op=f"nn.functional.{op}", name="stride", minimum=1)
+    dilation = ntuple(dilation, n, op=f"nn.functional.{op}", name="dilation", minimum=1)
     if x.dtype == jnp.int8 and weight.dtype == jnp.int8:
         # Integer inference (pdx.quantization's converted layers): int8 x int8 accumulates in int32.
         return x, weight, is_last, stride, dilation
@@ -206,14 +206,14 @@ def _conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups,
     if output_size is not None:
         if output_padding not in (0, None) and output_padding != [0] * n:
             raise error(op, "output_padding and output_size are mutually exclusive; give only one")
-        target = ntuple(output_size, n, op=op, name="output_size", minimum=1)
+        target = ntuple(output_size, n, op=f"nn.functional.{op}", name="output_size", minimum=1)
         extra = [t - b for t, b in zip(target, base)]
         for t, b, e, s in zip(target, base, extra, stride):
             if not 0 <= e < s:
                 raise error(op, f"output_size={tuple(target)} must lie in [{tuple(base)}, "
                                 f"{tuple(b + s for b, s in zip(base, stride))}) for these input sizes and strides")
     else:
-        extra = list(ntuple(0 if output_padding is None else output_padding, n, op=op, name="output_padding",
+        extra = list(ntuple(0 if output_padding is None else output_padding, n, op=f"nn.functional.{op}", name="output_padding",
                             minimum=0))
         for e, s, d in zip(extra, stride, dilation):
             if e >= max(s, d):

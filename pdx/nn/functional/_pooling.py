@@ -44,8 +44,8 @@ def _window_args(x, kernel_size, stride, padding, ceil_mode, data_format, n, op)
     """Validate and resolve pooling arguments -> (spatial axes, kernel, stride, pads, out sizes)."""
     is_last = spatial_format(data_format, n, op=op)
     check_rank(x, n + 2, data_format, op=op)
-    kernel = ntuple(kernel_size, n, op=op, name="kernel_size", minimum=1)
-    stride = kernel if stride is None else ntuple(stride, n, op=op, name="stride", minimum=1)
+    kernel = ntuple(kernel_size, n, op=f"nn.functional.{op}", name="kernel_size", minimum=1)
+    stride = kernel if stride is None else ntuple(stride, n, op=f"nn.functional.{op}", name="stride", minimum=1)
     axes = list(range(1, n + 1)) if is_last else list(range(2, n + 2))
     sizes = [x.shape[a] for a in axes]
     if isinstance(padding, str) and padding.upper() == "VALID" and ceil_mode:

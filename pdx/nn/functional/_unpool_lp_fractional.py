@@ -136,8 +136,8 @@ def _max_unpool(x, indices, kernel_size, stride, padding, data_format, output_si
                         f"(the mask of max_pool{n}d(return_mask=True))")
     if not jnp.issubdtype(indices.dtype, jnp.integer):
         raise error(op, f"indices must be an integer tensor; got indices.dtype={indices.dtype}")
-    kernel = ntuple(kernel_size, n, op=op, name="kernel_size", minimum=1)
-    stride = kernel if stride is None else ntuple(stride, n, op=op, name="stride", minimum=1)
+    kernel = ntuple(kernel_size, n, op=f"nn.functional.{op}", name="kernel_size", minimum=1)
+    stride = kernel if stride is None else ntuple(stride, n, op=f"nn.functional.{op}", name="stride", minimum=1)
     pads = padding_spec(padding, n, False, op=op)
     if pads == "SAME":
         raise error(op, "padding='SAME' is not supported by max_unpool; give the pooling's explicit padding")
@@ -269,7 +269,7 @@ def _fractional_max_pool(x, output_size, kernel_size, random_u, return_mask, n, 
     if not all(is_int(o) and 0 < o <= s for o, s in zip(outs, sizes)):
         raise error(op, f"output_size={output_size!r} must be ints in [1, input size] for spatial "
                         f"sizes {sizes} of x.shape={tuple(x.shape)}")
-    pools = [None] * n if kernel_size is None else list(ntuple(kernel_size, n, op=op, name="kernel_size", minimum=1))
+    pools = [None] * n if kernel_size is None else list(ntuple(kernel_size, n, op=f"nn.functional.{op}", name="kernel_size", minimum=1))
     if any(p is not None and p > s for p, s in zip(pools, sizes)):
         raise error(op, f"kernel_size={kernel_size!r} is larger than the spatial sizes {sizes}")
     windows = [_fractional_windows(s, o, p, random_u) for s, o, p in zip(sizes, outs, pools)]
