@@ -25,10 +25,10 @@ from pdx.linalg._linalg import cond
 from pdx.linalg._linalg import corrcoef
 from pdx.linalg._linalg import cov
 from pdx.linalg._linalg import matrix_exp
-from pdx.linalg._linalg import matrix_norm
+from pdx.ops import matrix_norm
 from pdx.linalg._linalg import multi_dot
 from pdx.linalg._linalg import triangular_solve
-from pdx.linalg._linalg import vector_norm
+from pdx.ops import vector_norm
 from pdx.ops import cholesky
 from pdx.ops import cross
 from pdx.ops import det

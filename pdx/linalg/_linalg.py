@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_float
-from pdx.ops import norm as _ops_norm
-from pdx._args import as_array, int_list, normalize_axis, op_error
+from pdx._args import as_array, op_error
 
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
 
@@ -46,100 +45,6 @@ def batch_broadcast(a, b, op, names=("x", "y")):
         raise op_error(op, f"the batch dims of {names[0]}.shape={tuple(a.shape)} and {names[1]}.shape="
                            f"{tuple(b.shape)} cannot be broadcast together") from None
     return jnp.broadcast_to(a, batch + a.shape[-2:]), jnp.broadcast_to(b, batch + b.shape[-2:])
-
-
-def _is_number(p):
-    return isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
-
-
-# ---------------------------------------------------------------------------------------------- norms
-
-
-@functools.partial(jax.jit, static_argnames=("p", "axes", "keepdim"))
-def _vector_norm_kernel(x, p, axes, keepdim):
-    a = jnp.abs(x)
-    if p == math.inf:
-        return jnp.max(a, axis=axes, keepdims=keepdim)
-    if p == -math.inf:
-        return jnp.min(a, axis=axes, keepdims=keepdim)
-    if p == 0:
-        return jnp.sum((a != 0).astype(a.dtype), axis=axes, keepdims=keepdim)
-    if p == 1:
-        return jnp.sum(a, axis=axes, keepdims=keepdim)
-    if p == 2:
-        return jnp.sqrt(jnp.sum(a * a, axis=axes, keepdims=keepdim))
-    return jnp.sum(a ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
-
-
-def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
-    """Vector p-norm over one or several axes (all axes when `axis` is None).
-
-    `p` may be any number: inf (max |x|), -inf (min |x|), 0 (count of non-zeros),
-    otherwise `(sum |x|^p)^(1/p)`. Complex inputs give real norms.
-
-    Args:
-      x: a floating or complex tensor.
-      p: the order (a number).
-      axis: None, an int, or a list/tuple of ints (the norm is over all of them).
-      keepdim: keep the reduced axes as size 1.
-      name: ignored.
-      dtype: cast `x` to this dtype first.
-      out: not supported (arrays are immutable); must be None.
-
-    Returns:
-      The norm, a real tensor.
-
-    Example:
-      >>> import pdx
-      >>> float(pdx.linalg.vector_norm(pdx.to_tensor([[3.0, 0.0], [0.0, 4.0]])))
-      5.0
-    """
-    if out is not None:
-        raise TypeError("pdx.linalg.vector_norm: `out=` is not supported (arrays are immutable); use the return value")
-    x = float_input(x, "linalg.vector_norm")
-    if dtype is not None:
-        x = x.astype(dtype)
-    if not _is_number(p):
-        raise op_error("linalg.vector_norm", f"`p`={p!r} must be a number (inf, -inf, 0 or any float); "
-                                             "use matrix_norm for 'fro'/'nuc'")
-    if axis is None:
-        axes = None
-    else:
-        axes = [normalize_axis(a, x.ndim, op="linalg.vector_norm")
-                for a in int_list(axis, op="linalg.vector_norm", name="axis")]
-        if len(set(axes)) != len(axes):
-            raise op_error("linalg.vector_norm", f"`axis`={axis} repeats an axis")
-        axes = tuple(axes) if axes else None
-    return _vector_norm_kernel(x, float(p), axes, bool(keepdim))
-
-
-def matrix_norm(x, p="fro", axis=[-2, -1], keepdim=False, name=None):  # noqa: B006 (Paddle's default)
-    """Matrix norm over two axes: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf.
-
-    Args:
-      x: a floating or complex tensor of rank >= 2.
-      p: the norm: 'fro' (Frobenius), 'nuc' (sum of singular values), 2/-2 (largest/smallest
-        singular value), 1/-1 (max/min column abs sum), inf/-inf (max/min row abs sum).
-      axis: the two axes holding the matrices.
-      keepdim: keep the reduced axes as size 1.
-      name: ignored.
-
-    Returns:
-      The norm over the two axes.
-
-    Example:
-      >>> import pdx
-      >>> float(pdx.linalg.matrix_norm(pdx.to_tensor([[3.0, 0.0], [0.0, 4.0]])))
-      5.0
-    """
-    x = float_input(x, "linalg.matrix_norm")
-    axes = int_list(axis, op="linalg.matrix_norm", name="axis")
-    if len(axes) != 2:
-        raise op_error("linalg.matrix_norm", f"`axis`={axis} must name exactly two axes")
-    if p not in _MATRIX_ORDS:
-        raise op_error("linalg.matrix_norm", f"`p`={p!r} is not a matrix norm; use one of 'fro', 'nuc', "
-                                             "1, -1, 2, -2, inf, -inf")
-    return _ops_norm(x, p=p, axis=axes, keepdim=keepdim)
 
 
 def _cond_p(p):

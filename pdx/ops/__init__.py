@@ -137,6 +137,8 @@ from pdx.ops._linalg import det
 from pdx.ops._linalg import inverse
 from pdx.ops._linalg import matrix_power
 from pdx.ops._linalg import norm
+from pdx.ops._linalg import matrix_norm  # pdx.linalg's (Paddle keeps both in paddle.tensor.linalg beside norm)
+from pdx.ops._linalg import vector_norm
 from pdx.ops._linalg import pinv
 from pdx.ops._linalg import qr
 from pdx.ops._linalg import solve

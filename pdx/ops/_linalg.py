@@ -10,6 +10,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pdx._dtype import default_float
 from pdx.ops._checks import int_list, static_int
@@ -40,7 +41,7 @@ def _vector_norm(x, p, axes, keepdim):
     if p == -math.inf:
         return jnp.min(a, axis=axes, keepdims=keepdim)
     if p == 0:
-        return jnp.sum((x != 0).astype(x.dtype), axis=axes, keepdims=keepdim)
+        return jnp.sum((a != 0).astype(a.dtype), axis=axes, keepdims=keepdim)
     if p == 2:
         return jnp.sqrt(jnp.sum(a * a, axis=axes, keepdims=keepdim))
     if p == 1:
@@ -125,6 +126,77 @@ def norm(x, p=None, axis=None, keepdim=False, name=None):
     if p == "fro" and len(axes) > 2:
         raise op_error("norm", f"p='fro' needs one or two axes; got axis={axis}")
     return _vector_norm(x, 2 if p in (None, "fro") else p, tuple(axes), bool(keepdim))
+
+
+def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None, *, dtype=None, out=None):
+    """Vector p-norm over one or several axes (all axes when `axis` is None).
+
+    `p` may be any number: inf (max |x|), -inf (min |x|), 0 (count of non-zeros),
+    otherwise `(sum |x|^p)^(1/p)`. Complex inputs give real norms.
+
+    Args:
+      x: a floating or complex tensor.
+      p: the order (a number).
+      axis: None, an int, or a list/tuple of ints (the norm is over all of them).
+      keepdim: keep the reduced axes as size 1.
+      name: ignored.
+      dtype: cast `x` to this dtype first.
+      out: not supported (arrays are immutable); must be None.
+
+    Returns:
+      The norm, a real tensor.
+
+    Example:
+      >>> import pdx
+      >>> float(pdx.linalg.vector_norm(pdx.to_tensor([[3.0, 0.0], [0.0, 4.0]])))
+      5.0
+    """
+    if out is not None:
+        raise TypeError("pdx.linalg.vector_norm: `out=` is not supported (arrays are immutable); use the return value")
+    x = _float_input(x, "linalg.vector_norm")
+    if dtype is not None:
+        x = x.astype(dtype)
+    if not (isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)):
+        raise op_error("linalg.vector_norm", f"`p`={p!r} must be a number (inf, -inf, 0 or any float); "
+                                             "use matrix_norm for 'fro'/'nuc'")
+    if axis is None:
+        axes = None
+    else:
+        axes = [normalize_axis(a, x.ndim, op="linalg.vector_norm")
+                for a in int_list(axis, op="linalg.vector_norm", name="axis")]
+        if len(set(axes)) != len(axes):
+            raise op_error("linalg.vector_norm", f"`axis`={axis} repeats an axis")
+        axes = tuple(axes) if axes else None
+    return _vector_norm(x, float(p), axes, bool(keepdim))
+
+
+def matrix_norm(x, p="fro", axis=[-2, -1], keepdim=False, name=None):  # noqa: B006 (Paddle's default)
+    """Matrix norm over two axes: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf.
+
+    Args:
+      x: a floating or complex tensor of rank >= 2.
+      p: the norm: 'fro' (Frobenius), 'nuc' (sum of singular values), 2/-2 (largest/smallest
+        singular value), 1/-1 (max/min column abs sum), inf/-inf (max/min row abs sum).
+      axis: the two axes holding the matrices.
+      keepdim: keep the reduced axes as size 1.
+      name: ignored.
+
+    Returns:
+      The norm over the two axes.
+
+    Example:
+      >>> import pdx
+      >>> float(pdx.linalg.matrix_norm(pdx.to_tensor([[3.0, 0.0], [0.0, 4.0]])))
+      5.0
+    """
+    x = _float_input(x, "linalg.matrix_norm")
+    axes = int_list(axis, op="linalg.matrix_norm", name="axis")
+    if len(axes) != 2:
+        raise op_error("linalg.matrix_norm", f"`axis`={axis} must name exactly two axes")
+    if p not in _MATRIX_ORDS:
+        raise op_error("linalg.matrix_norm", f"`p`={p!r} is not a matrix norm; use one of 'fro', 'nuc', "
+                                             "1, -1, 2, -2, inf, -inf")
+    return norm(x, p=p, axis=axes, keepdim=keepdim)
 
 
 def inverse(x, name=None):
