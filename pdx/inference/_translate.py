@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from pdx.inference._ops import OPS, is_static
@@ -112,8 +113,13 @@ class PaddleProgram:
             env[feed.value] = x
         for op in self.program.ops:
             ins = [env[v] for v in op.inputs]
+            static = is_static(ins)
             try:
-                outs = OPS[op.name](ins, op.attrs)
+                if static:  # shapes and constants: computed now, so reshape targets stay Python ints
+                    with jax.ensure_compile_time_eval():
+                        outs = OPS[op.name](ins, op.attrs)
+                else:
+                    outs = OPS[op.name](ins, op.attrs)
             except (TypeError, ValueError, IndexError) as e:
                 shapes = [getattr(v, "shape", None) if not isinstance(v, list) else "list" for v in ins]
                 raise ValueError(f"{self.model_file}: op #{op.index} ({op.name}, inputs {shapes}) failed: "
@@ -124,7 +130,7 @@ class PaddleProgram:
                 outs = (outs,)
             if len(outs) < len(op.outputs):
                 outs = outs + (None,) * (len(op.outputs) - len(outs))
-            if is_static(ins) and op.name != "builtin.combine":  # computed from constants and shapes only
+            if static and op.name != "builtin.combine":  # computed from constants and shapes only
                 outs = tuple(np.asarray(o) if o is not None and not isinstance(o, list) else o for o in outs)
             for vid, value in zip(op.outputs, outs):
                 env[vid] = value

@@ -1,0 +1,168 @@
+"""Paddle-saved models (paddle 3.3.1 `paddle.jit.save`, PIR JSON) run in pdx as Paddle Inference runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+import pdx
+from pdx import inference
+
+MODELS = ("resnet18", "mobilenet_v3_small", "shufflenet_v2_x0_25", "bert", "bilstm")
+
+
+def test_predictor_outputs_equal_paddle_inference(saved_models, paddle_outputs, example_input):
+    worst = {}
+    for name in MODELS:
+        path = saved_models[name]
+        predictor = inference.create_predictor(inference.Config(str(path / "model.json"),
+                                                                str(path / "model.pdiparams")))
+        assert predictor.get_input_names() == (["ids"] if name in ("bert", "bilstm") else ["x"])
+        assert predictor.get_output_names() == ["fetch_name_0"]
+        for batch in (1, 7):
+            (out,) = predictor.run([example_input(name, batch)])
+            want = paddle_outputs[name, batch]
+            assert out.shape == want.shape, (name, batch)
+            worst[name, batch] = float(np.abs(np.asarray(out) - want).max())
+    assert max(worst.values()) < 1e-4, worst
+
+
+def test_translated_layer_eager_jit_and_jit_load(saved_models, paddle_outputs, example_input):
+    net = pdx.jit.load(str(saved_models["bert"] / "model"))
+    assert isinstance(net, inference.PaddleTranslatedLayer)
+    ids = example_input("bert", 7)
+    eager = net(ids)
+    compiled = pdx.jit(net)(ids)
+    np.testing.assert_allclose(np.asarray(eager), paddle_outputs["bert", 7], atol=1e-5)
+    np.testing.assert_allclose(np.asarray(compiled), paddle_outputs["bert", 7], atol=1e-5)
+    assert "tok.w_0" not in net.state_dict() and "embedding_0.w_0" in net.state_dict()
+    with pytest.raises(ValueError, match="takes"):
+        net(np.zeros((2, 3, 4), "int64"))
+
+
+def _cnn(paddle):
+    nn = paddle.nn
+    return nn.Sequential(nn.Conv2D(3, 8, 3, padding=1), nn.BatchNorm2D(8), nn.ReLU(), nn.MaxPool2D(2),
+                         nn.Conv2D(8, 8, 3, stride=2, groups=2), nn.BatchNorm2D(8), nn.Hardswish(),
+                         nn.AdaptiveAvgPool2D(1), nn.Flatten(), nn.Linear(8, 5))
+
+
+def test_finetune_steps_equal_paddle_dygraph(paddle, tmp_path, text_models):
+    """SGD on the imported program equals SGD on the same Paddle layer (eval-mode batch norm), step by step."""
+    from paddle.static import InputSpec
+
+    paddle.seed(1)
+    rng = np.random.default_rng(0)
+    cases = {"cnn": (_cnn(paddle), InputSpec([None, 3, 12, 12], "float32", "x"),
+                     rng.standard_normal((4, 3, 12, 12)).astype("float32")),
+             "bert": (text_models[0](), InputSpec([None, None], "int64", "ids"),
+                      rng.integers(0, 100, (4, 6)).astype("int64"))}
+    for name, (layer, spec, x) in cases.items():
+        layer.eval()
+        paddle.jit.save(layer, str(tmp_path / name / "model"), input_spec=[spec])
+        net = pdx.jit.load(str(tmp_path / name))
+        labels = rng.integers(0, 3, (4,))
+        # Paddle: three SGD steps on the dygraph layer, cross-entropy on fixed labels
+        opt = paddle.optimizer.SGD(learning_rate=0.1, parameters=layer.parameters())
+        paddle_losses = []
+        for _ in range(3):
+            loss = paddle.nn.functional.cross_entropy(layer(paddle.to_tensor(x)), paddle.to_tensor(labels))
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+            paddle_losses.append(float(loss))
+        # pdx: the same steps on the imported program's nnx.Params (batch-norm statistics are Buffers)
+        graphdef, params, rest = nnx.split(net, nnx.Param, ...)
+        y = jnp.asarray(labels, jnp.int32)
+
+        @jax.jit
+        def step(params):
+            def loss_fn(p):
+                logits = nnx.merge(graphdef, p, rest)(x)
+                return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+            loss, grads = jax.value_and_grad(loss_fn)(params)
+            return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads), loss
+
+        pdx_losses = []
+        for _ in range(3):
+            params, loss = step(params)
+            pdx_losses.append(float(loss))
+        np.testing.assert_allclose(pdx_losses, paddle_losses, atol=1e-4, err_msg=name)
+        assert pdx_losses[-1] < pdx_losses[0], name
+        nnx.update(net, params)
+        got = net.state_dict()
+        for p in layer.parameters():
+            np.testing.assert_allclose(np.asarray(got[p.name]), p.numpy(), atol=1e-4, err_msg=f"{name} {p.name}")
+
+
+DEMO = """
+import numpy as np
+{import_line}
+
+config = paddle_infer.Config("{model}/model.json", "{model}/model.pdiparams")
+config.disable_gpu()
+config.enable_mkldnn()
+config.set_cpu_math_library_num_threads(2)
+config.switch_ir_optim(True)
+predictor = paddle_infer.create_predictor(config)
+input_names = predictor.get_input_names()
+input_handle = predictor.get_input_handle(input_names[0])
+fake_input = np.random.RandomState(0).randint(0, 100, (3, 9)).astype("int64")
+input_handle.reshape([3, 9])
+input_handle.copy_from_cpu(fake_input)
+predictor.run()
+output_names = predictor.get_output_names()
+output_handle = predictor.get_output_handle(output_names[0])
+output_data = output_handle.copy_to_cpu()
+print(output_handle.shape(), output_names)
+np.save("{out}", output_data)
+"""
+
+
+def test_paddle_inference_demo_runs_with_the_import_changed(saved_models, tmp_path):
+    outs = {}
+    for tag, line in (("paddle", "import paddle.inference as paddle_infer"),
+                      ("pdx", "import pdx.inference as paddle_infer")):
+        script = tmp_path / f"demo_{tag}.py"
+        script.write_text(DEMO.format(import_line=line, model=saved_models["bilstm"], out=tmp_path / f"{tag}.npy"))
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                              env={**__import__("os").environ, "GLOG_minloglevel": "3"})
+        assert done.returncode == 0, done.stderr[-3000:]
+        outs[tag] = np.load(tmp_path / f"{tag}.npy")
+        assert "[3, 2] ['fetch_name_0']" in done.stdout
+    np.testing.assert_allclose(outs["pdx"], outs["paddle"], atol=1e-5)
+
+
+def test_predictor_api_surface(saved_models, paddle_outputs, example_input):
+    config = inference.Config(str(saved_models["bilstm"]))
+    config.enable_memory_optim()
+    config.enable_tensorrt_engine()
+    config.switch_ir_optim(False)  # op by op
+    assert not config.ir_optim() and "enable_tensorrt_engine" in config.summary()
+    pool = inference.PredictorPool(config, 2)
+    a, b = pool.retrieve(0), pool.retrieve(1)
+    assert a._engine is b._engine
+    x = example_input("bilstm", 7)
+    h = b.get_input_handle("ids")
+    h.share_external_data(jnp.asarray(x, jnp.int32))
+    assert b.run() is True
+    out = b.get_output_handle("fetch_name_0")
+    assert out.shape() == [7, 2] and out.type() is inference.DataType.FLOAT32
+    np.testing.assert_allclose(out.copy_to_cpu(), paddle_outputs["bilstm", 7], atol=1e-5)
+    c = a.clone()
+    with pytest.raises(RuntimeError, match="hold no data"):
+        c.run()
+    with pytest.raises(ValueError, match="does not fit"):
+        c.get_input_handle("ids").reshape([2, 3, 4])
+    with pytest.raises(KeyError, match="the inputs are"):
+        c.get_input_handle("x")
+    assert inference.get_num_bytes_of_data_type(inference.DataType.INT64) == 8
+    assert inference.get_version().startswith("version:")
+    assert inference.PrecisionType.Half.name == "Half" and inference.PlaceType.CPU.name == "CPU"
