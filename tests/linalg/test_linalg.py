@@ -93,6 +93,15 @@ def test_norms_match_paddle(paddle, rng):
     # Paddle's complex Frobenius norm sums x*x instead of |x|^2 (a complex result); pdx gives the
     # real norm, so compare with numpy.
     close(L.matrix_norm(c3), np.linalg.norm(c3, axis=(-2, -1)), 1e-5, "complex fro")
+    # p=0 of a complex input counts non-zeros as a real number, in pdx.norm and pdx.linalg alike.
+    c0 = np.where(rng.random(c3.shape) < 0.5, 0, c3).astype(np.complex64)
+    cases = [(lambda t: L.vector_norm(t, p=0, axis=(0, -1)), np.count_nonzero(c0, axis=(0, -1))),
+             (lambda t: pdx.norm(t, p=0), np.count_nonzero(c0)), (lambda t: pdx.norm(t, p=0, axis=1),
+                                                                   np.count_nonzero(c0, axis=1))]
+    for fn, want in cases:
+        got = np.asarray(fn(jnp.asarray(c0)))
+        assert got.dtype == np.float32, got.dtype
+        close(got, np.asarray(want, np.float32), 0, "complex p=0")
 
 
 def test_values_match_paddle(paddle, rng):
