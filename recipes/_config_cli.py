@@ -4,7 +4,8 @@
         from _config_cli import parse_config      # recipes/ is sys.path[0] when a recipe runs
         main(parse_config(DetectConfig, __doc__))
 
-Types follow each field's default: bool takes true/false (1/0, yes/no),
+Every flag is spelled both ways, `--batch-size` and Paddle's `--batch_size`
+(`flags(name)`, used by every recipe's parser). Types follow each field's default: bool takes true/false (1/0, yes/no),
 a tuple takes comma-separated values of its first element's type.
 """
 
@@ -40,11 +41,17 @@ def _kind(default):
     return type(default)
 
 
+def flags(name: str) -> list[str]:
+    """The option strings of a config field: `--batch-size` and `--batch_size` (one when equal)."""
+    dashed, underscored = f"--{name.replace('_', '-')}", f"--{name}"
+    return [dashed] if dashed == underscored else [dashed, underscored]
+
+
 def parse_config(cls, doc: str | None = None, argv: list[str] | None = None):
     """Parse argv into `cls` (a dataclass whose fields all have defaults)."""
     parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0] if doc else None)
     for field in dataclasses.fields(cls):
         default = field.default if field.default is not dataclasses.MISSING else field.default_factory()
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=_kind(default), default=default,
+        parser.add_argument(*flags(field.name), dest=field.name, type=_kind(default), default=default,
                             help=f"default: {default}")
     return cls(**vars(parser.parse_args(argv)))

@@ -98,10 +98,13 @@ def _as_bool(text: str) -> bool:
 
 
 def parse_config(argv=None) -> PretrainConfig:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _config_cli import flags
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for field in dataclasses.fields(PretrainConfig):
         kind = _as_bool if isinstance(field.default, bool) else type(field.default)
-        parser.add_argument(f"--{field.name}", type=kind, default=None,
+        parser.add_argument(*flags(field.name), dest=field.name, type=kind, default=None,
                             help=f"{field.metadata['help']} (default {field.default!r})")
     args = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
     preset = args.get("preset", PretrainConfig.preset)

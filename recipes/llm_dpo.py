@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _llm_tasks as tasks  # noqa: E402
+from _config_cli import flags  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -50,7 +51,7 @@ class DPOConfig:
 def parse_config(argv=None) -> DPOConfig:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for field in dataclasses.fields(DPOConfig):
-        parser.add_argument(f"--{field.name}", type=type(field.default), default=field.default,
+        parser.add_argument(*flags(field.name), dest=field.name, type=type(field.default), default=field.default,
                             help=f"{field.metadata['help']} (default {field.default!r})")
     config = DPOConfig(**vars(parser.parse_args(argv)))
     if config.loss not in ("dpo", "simpo"):

@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _llm_tasks as tasks  # noqa: E402
+from _config_cli import flags  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -57,7 +58,7 @@ class FinetuneConfig:
 def parse_config(argv=None) -> FinetuneConfig:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for field in dataclasses.fields(FinetuneConfig):
-        parser.add_argument(f"--{field.name}", type=type(field.default), default=field.default,
+        parser.add_argument(*flags(field.name), dest=field.name, type=type(field.default), default=field.default,
                             help=f"{field.metadata['help']} (default {field.default!r})")
     config = FinetuneConfig(**vars(parser.parse_args(argv)))
     if config.mode not in ("full", "lora", "qlora"):

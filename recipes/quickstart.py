@@ -155,7 +155,9 @@ def deploy(cfg: QuickstartConfig, trainer, test) -> None:
 
 
 if __name__ == "__main__":
+    from _config_cli import flags  # recipes/ is sys.path[0] when a recipe runs
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for field in dataclasses.fields(QuickstartConfig):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default)
+        parser.add_argument(*flags(field.name), dest=field.name, type=type(field.default), default=field.default)
     main(QuickstartConfig(**vars(parser.parse_args())))
