@@ -66,26 +66,142 @@ def configure(parser: argparse.ArgumentParser) -> None:
 QUANTIZE = ("ptq-int8", "weight-only-int8", "weight-only-int4")
 
 
-def _calibration_batches(path: str, specs, batch_size: int):
+# Calibration files are read with the loader rules: regular files only, no pickle, sizes from headers first.
+_MAX_CALIB_BYTES = 1 << 30
+_MAX_CALIB_MEMBERS = 16
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _npy_header(f, label: str):
+    """(shape, fortran_order, dtype) of the .npy stream `f`, with the dtype checked before any data is read."""
     import numpy as np
 
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except (ValueError, OSError, EOFError, SyntaxError) as e:
+        raise ValueError(f"--calib {label}: not a valid .npy array ({e})") from None
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise ValueError(f"--calib {label}: dtype {dtype} is not numeric (bool, int, uint or float); calibration "
+                         "inputs are arrays of numbers")
+    return shape, fortran, dtype
+
+
+def _read_npy(f, label: str, budget: int):
+    """One array from the .npy stream `f`, refused from its header if it holds more than `budget` bytes."""
+    import math
+
+    import numpy as np
+
+    shape, fortran, dtype = _npy_header(f, label)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > budget:
+        raise ValueError(f"--calib {label}: the array's header declares {nbytes} bytes ({shape} {dtype}), over the "
+                         f"calibration limit of {budget} bytes")
+    data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise ValueError(f"--calib {label}: the file holds {len(data)} data bytes but its header declares {nbytes} "
+                         "(truncated)")
+    array = np.frombuffer(data, dtype=dtype)
+    return array.reshape(shape[::-1]).T if fortran else array.reshape(shape)
+
+
+def _load_calibration(path: str, names: list) -> list:
+    """The calibration arrays of `path` (.npy: one input; .npz: one array per input name), in input order."""
+    import zipfile
+
+    from pdx import _safefile
+
+    fd, size = _safefile.open_regular(path, what="--calib file", error=ValueError)
+    with open(fd, "rb", closefd=True) as f:
+        magic = f.read(len(_NPY_MAGIC))
+        f.seek(0)
+        if magic == _NPY_MAGIC:
+            return [_read_npy(f, path, min(size, _MAX_CALIB_BYTES))]
+        if not magic.startswith(b"PK"):
+            raise ValueError(f"--calib {path}: neither a .npy nor a .npz file (np.save / np.savez write them)")
+        try:
+            with zipfile.ZipFile(f) as zf:
+                members = zf.infolist()
+                if len(members) > len(names) + _MAX_CALIB_MEMBERS:
+                    raise ValueError(f"--calib {path}: holds {len(members)} members; the model has {len(names)} "
+                                     f"inputs {names}")
+                for m in members:
+                    if m.flag_bits & 0x1 or m.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                        raise ValueError(f"--calib {path}: member {m.filename!r} is encrypted or uses compression "
+                                         f"method {m.compress_type}; write it with np.savez / np.savez_compressed")
+                declared = sum(m.file_size for m in members)
+                if declared > _MAX_CALIB_BYTES:  # from the zip's directory, before inflating a byte
+                    raise ValueError(f"--calib {path}: its members declare {declared} bytes once inflated, over "
+                                     f"the calibration limit of {_MAX_CALIB_BYTES} bytes")
+                by_name = {m.filename[:-4] if m.filename.endswith(".npy") else m.filename: m for m in members}
+                missing = [n for n in names if n not in by_name]
+                if missing:
+                    raise ValueError(f"--calib {path}: has arrays {sorted(by_name)}, the inputs are named {names}")
+                arrays = []
+                for n in names:
+                    with zf.open(by_name[n]) as member:  # stops at the member's declared size
+                        arrays.append(_read_npy(member, f"{path}[{n!r}]", by_name[n].file_size))
+                return arrays
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as e:
+            raise ValueError(f"--calib {path}: not a valid .npz file ({type(e).__name__}: {e})") from None
+
+
+def _check_calibration(path: str, arrays: list, specs, names: list) -> None:
+    """Rank, static dims, batch agreement and finiteness of each calibration array."""
+    import numpy as np
+
+    batch = None
+    for a, spec, name in zip(arrays, specs, names):
+        if a.ndim < 1 or a.shape[0] < 1:
+            raise ValueError(f"--calib {path}: array {name!r} has shape {a.shape}; it needs a batch dimension "
+                             "with at least one example")
+        if a.ndim != len(spec.shape) or any(d is not None and d != s for d, s in zip(spec.shape[1:], a.shape[1:])):
+            raise ValueError(f"--calib {path}: array {name!r} has shape {a.shape}, the input spec is "
+                             f"{[d if d is not None else 'None' for d in spec.shape]} (rank {len(spec.shape)})")
+        if batch is not None and a.shape[0] != batch:
+            raise ValueError(f"--calib {path}: array {name!r} holds {a.shape[0]} examples, the others {batch}")
+        batch = a.shape[0]
+        if a.dtype.kind == "f":
+            bad = np.flatnonzero(~np.isfinite(a.reshape(-1)))
+            if bad.size:
+                index = tuple(int(i) for i in np.unravel_index(bad[0], a.shape))
+                raise ValueError(f"--calib {path}: array {name!r} holds {bad.size} non-finite value(s) (NaN or "
+                                 f"Inf), the first {a[index]} at index {list(index)}; calibrating on it would make "
+                                 "the int8 scales non-finite")
+
+
+def _calibration_batches(path: str, specs, batch_size: int):
     if not path:
         raise ValueError("--quantize ptq-int8 needs --calib FILE (a .npy or .npz of representative inputs)")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"--calib-batch-size must be an integer >= 1; got {batch_size!r}")
     names = [s.name or f"input{i}" for i, s in enumerate(specs)]
-    data = np.load(path, allow_pickle=False)
-    if isinstance(data, np.lib.npyio.NpzFile):
-        with data:
-            missing = [n for n in names if n not in data.files]
-            if missing:
-                raise ValueError(f"--calib {path}: has arrays {data.files}, the inputs are named {names}")
-            arrays = [data[n] for n in names]
-    else:
-        arrays = [data]
-    if len(arrays) != len(specs) or not len(arrays[0]):
-        raise ValueError(f"--calib {path}: expected {len(specs)} non-empty array(s) named {names} "
-                         f"(a .npz names them by input)")
-    for start in range(0, len(arrays[0]), batch_size):
-        yield [a[start:start + batch_size] for a in arrays]
+    arrays = _load_calibration(path, names)
+    if len(arrays) != len(specs):
+        raise ValueError(f"--calib {path}: expected {len(specs)} array(s) named {names} (a .npz names them by input)")
+    _check_calibration(path, arrays, specs, names)
+    return [[a[start:start + batch_size] for a in arrays] for start in range(0, len(arrays[0]), batch_size)]
+
+
+def _check_finite_outputs(model, batch, path: str) -> None:
+    """Refuse a quantized model whose outputs on a calibration batch are not finite."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    outputs = model(*[jnp.asarray(a) for a in batch])
+    for i, leaf in enumerate(jax.tree_util.tree_leaves(outputs)):
+        leaf = np.asarray(leaf)
+        if leaf.dtype.kind in "fc" and not np.isfinite(leaf).all():
+            raise ValueError(f"the quantized model's output {i} on the first calibration batch of {path} holds "
+                             f"{int((~np.isfinite(leaf)).sum())} non-finite value(s) of {leaf.size}; the artifact "
+                             "was not written (check the calibration data's range, or quantize fewer layers)")
 
 
 def _quantize(model, mode: str, specs, calib: str | None, batch_size: int):
@@ -95,12 +211,15 @@ def _quantize(model, mode: str, specs, calib: str | None, batch_size: int):
 
     if mode.startswith("weight-only"):
         return quantization.weight_only_quantize(model, f"weight_only_int{mode[-1]}", exclude=r"^$")
+    batches = _calibration_batches(calib, specs, batch_size)  # every check before the model is touched
     ptq = quantization.PTQ(quantization.QuantConfig(activation=quantization.observers.AbsmaxObserver(),
                                                     weight=quantization.observers.PerChannelAbsmaxObserver()))
     calibrated = ptq.quantize(model)
-    for batch in _calibration_batches(calib, specs, batch_size):
+    for batch in batches:
         calibrated(*[jnp.asarray(a) for a in batch])
-    return ptq.convert(calibrated)
+    converted = ptq.convert(calibrated)
+    _check_finite_outputs(converted, batches[0], calib)
+    return converted
 
 
 def parse_input_spec(text: str, index: int):

@@ -28,6 +28,12 @@ def _texts(paths):
     return read_documents(paths) if paths else bundled_corpus()
 
 
+def _stream(paths):
+    from pdx.text import bundled_corpus, iter_documents
+
+    return iter_documents(paths) if paths else iter(bundled_corpus())
+
+
 def _load(path):
     import os
 
@@ -64,7 +70,7 @@ def _tokenize_impl(args) -> int:
     from pdx.text import tokenize_corpus
 
     tok = _load(args.tokenizer)
-    texts = _texts(args.corpus)
+    texts = _stream(args.corpus)
     out = tokenize_corpus(texts, tok, args.out, num_workers=args.workers)
     print(f"{len(out)} documents, {out.num_tokens} tokens ({out.dtype}) -> {args.out}.bin")
     return 0

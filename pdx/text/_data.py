@@ -1,6 +1,6 @@
 """Corpus -> tokens -> packed training rows.
 
-    read_documents(paths)         .txt (blank-line separated), .jsonl ("text" field), .csv, .parquet -> texts
+    read_documents(paths)         (iter_documents: the same, streamed line by line) .txt (blank-line separated), .jsonl ("text" field), .csv, .parquet -> texts
     tokenize_corpus(...)          texts tokenized in worker processes -> a TokenFile on disk
     TokenFile(prefix)             PREFIX.bin (uint16/uint32 tokens, memory-mapped) + PREFIX.idx.npy (document
                                   offsets) + PREFIX.json (header): corpora larger than RAM
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import csv
-import io
+import itertools
 import multiprocessing
 import os
 from collections.abc import Iterable, Sequence
@@ -30,11 +30,12 @@ from pdx import _safefile
 from pdx.io import Dataset
 from pdx.text._errors import TokenizerError
 
-__all__ = ["PackedDataset", "TokenFile", "bundled_corpus", "lm_targets", "pack_documents", "read_documents",
-           "tokenize_corpus"]
+__all__ = ["PackedDataset", "TokenFile", "bundled_corpus", "iter_documents", "lm_targets", "pack_documents",
+           "read_documents", "tokenize_corpus"]
 
 _MAX_SOURCE_BYTES = 8 << 30
 _MAX_HEADER_BYTES = 1 << 20
+_MAX_DOCUMENT_BYTES = 64 << 20
 
 
 def bundled_corpus() -> list[str]:
@@ -56,35 +57,73 @@ def read_documents(paths: Sequence, text_field: str = "text") -> list[str]:
 
     Example: `docs = read_documents(["corpus.jsonl"])`.
     """
-    docs: list[str] = []
+    return list(iter_documents(paths, text_field))
+
+
+def iter_documents(paths: Sequence, text_field: str = "text", *, max_document_bytes: int = _MAX_DOCUMENT_BYTES):
+    """`read_documents` as a stream: files are read line by line, so memory holds one document at a time.
+
+    A line (or a .txt document) over `max_document_bytes` (64 MiB) is refused
+    with its file and line number, before it is read whole.
+
+    Example: `tokenize_corpus(iter_documents(["corpus.jsonl"]), tok, "data/corpus")`.
+    """
     for path in paths:
         path = os.fspath(path)
         if path.endswith(".parquet"):
-            docs.extend(_parquet(path, text_field))
+            yield from _parquet(path, text_field)
             continue
-        raw = _safefile.read_file(path, max_bytes=_MAX_SOURCE_BYTES, what="corpus file", error=TokenizerError)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise TokenizerError(f"{path}: not UTF-8 text ({e})") from None
-        if path.endswith(".jsonl"):
-            for n, line in enumerate(text.splitlines(), 1):
-                if not line.strip():
-                    continue
-                record = _safefile.load_json(line, what=f"{path} line {n}", error=TokenizerError)
-                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    raise TokenizerError(f"{path} line {n}: expected an object with a string {text_field!r} field")
-                docs.append(record[text_field])
-        elif path.endswith(".csv"):
-            reader = csv.DictReader(io.StringIO(text))
-            if text_field not in (reader.fieldnames or []):
-                raise TokenizerError(f"{path}: no {text_field!r} column (columns: {reader.fieldnames})")
-            docs.extend(row[text_field] for row in reader)
-        elif path.endswith(".txt"):
-            docs.extend(block.strip("\n") for block in text.split("\n\n") if block.strip())
-        else:
+        if not path.endswith((".jsonl", ".csv", ".txt")):
             raise TokenizerError(f"{path}: unknown corpus format; use .txt, .jsonl, .csv or .parquet")
-    return docs
+        fd, size = _safefile.open_regular(path, what="corpus file", error=TokenizerError)
+        if size > _MAX_SOURCE_BYTES:
+            os.close(fd)
+            raise TokenizerError(f"{path}: {size} bytes, over the corpus file limit of {_MAX_SOURCE_BYTES}")
+        with os.fdopen(fd, "rb") as f:
+            lines = _lines(f, path, max_document_bytes)
+            if path.endswith(".jsonl"):
+                for n, line in lines:
+                    if not line.strip():
+                        continue
+                    record = _safefile.load_json(line, what=f"{path} line {n}", error=TokenizerError)
+                    if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                        raise TokenizerError(f"{path} line {n}: expected an object with a string {text_field!r} "
+                                             "field")
+                    yield record[text_field]
+            elif path.endswith(".csv"):
+                reader = csv.DictReader(line for _, line in lines)
+                if text_field not in (reader.fieldnames or []):
+                    raise TokenizerError(f"{path}: no {text_field!r} column (columns: {reader.fieldnames})")
+                for row in reader:
+                    yield row[text_field]
+            else:
+                block, chars = [], 0
+                for n, line in lines:
+                    if line.strip():
+                        block.append(line)
+                        chars += len(line)
+                        if chars > max_document_bytes:
+                            raise TokenizerError(f"{path}: the document ending at line {n} is over "
+                                                 f"max_document_bytes={max_document_bytes}")
+                    elif block:
+                        yield "".join(block).strip("\n")
+                        block, chars = [], 0
+                if block:
+                    yield "".join(block).strip("\n")
+
+
+def _lines(f, path: str, cap: int):
+    """(line number, decoded line) of a binary file, refusing a line over `cap` bytes before reading it whole."""
+    for n in itertools.count(1):
+        raw = f.readline(cap + 1)
+        if not raw:
+            return
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            raise TokenizerError(f"{path} line {n}: over max_document_bytes={cap}; split the document")
+        try:
+            yield n, raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise TokenizerError(f"{path} line {n}: not UTF-8 text ({e})") from None
 
 
 def _parquet(path: str, text_field: str) -> list[str]:
@@ -198,10 +237,10 @@ class TokenFile:
         offsets = [0]
         with open(prefix + ".bin", "wb") as f:
             for doc in docs:
-                arr = np.asarray(doc, np.int64)
-                if arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
+                arr = doc if isinstance(doc, np.ndarray) and doc.dtype.kind in "iu" else np.asarray(doc, np.int64)
+                if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= vocab_size):
                     raise TokenizerError(f"TokenFile.write: a token id is outside [0, {vocab_size})")
-                f.write(arr.astype(dtype).tobytes())
+                f.write(arr.astype(dtype, copy=False).tobytes())
                 offsets.append(offsets[-1] + arr.size)
         np.save(prefix + ".idx.npy", np.asarray(offsets, np.int64))
         import json
@@ -265,26 +304,121 @@ class PackedDataset(Dataset):
                 "labels": lm_targets(t, s, self.ignore_index)[0]}
 
 
+_PIECE_CHARS = 1 << 16
+_CUT_WINDOW = 1 << 10
+_CHUNK_CHARS = 8 << 20
+_PIECES_PER_BATCH = 8
+
+
+def _specials(tokenizer) -> tuple[list[int], list[int]] | None:
+    """The ids `encode` adds before and after a text (BOS, EOS...), found from a probe; None if not separable."""
+    full = tokenizer.encode("a")
+    bare = tokenizer.encode("a", add_special_tokens=False)
+    for k in range(len(full) - len(bare) + 1):
+        if full[k:k + len(bare)] == bare:
+            return full[:k], full[k + len(bare):]
+    return None
+
+
+def _pieces(text: str, size: int):
+    """`text` cut into pieces of at most `size` characters, each cut just before a whitespace where there is one."""
+    pos = 0
+    while len(text) - pos > size:
+        end = pos + size
+        window = text[end - _CUT_WINDOW:end]
+        cut = max(window.rfind(" "), window.rfind("\n"), window.rfind("\t"))
+        end = end - _CUT_WINDOW + cut if cut > 0 else end
+        yield text[pos:end]
+        pos = end
+    yield text[pos:]
+
+
+def _encode_long(tokenizer, text: str, specials, piece_chars: int, tail: list[int]) -> np.ndarray:
+    """Token ids of a long text, encoded piece by piece so the library never holds the whole encoding."""
+    dtype = _id_dtype(tokenizer.vocab_size)
+    prefix, suffix = specials
+    parts = [np.asarray(prefix, dtype)]
+    pieces = _pieces(text, piece_chars)
+    while group := list(itertools.islice(pieces, _PIECES_PER_BATCH)):  # the library encodes a batch on its threads
+        parts.extend(np.asarray(ids, dtype) for ids in tokenizer.encode_batch(group, add_special_tokens=False))
+    parts.append(np.asarray(suffix + tail, dtype))
+    return np.concatenate(parts)
+
+
+def _id_dtype(vocab_size: int):
+    return np.uint16 if vocab_size <= 1 << 16 else np.uint32
+
+
 def _encode_chunk(args):
-    tokenizer, texts, add_eos = args
-    out = tokenizer.encode_batch(texts)
-    if add_eos and tokenizer.eos_token_id is not None:
-        out = [ids + [tokenizer.eos_token_id] for ids in out]
+    tokenizer, texts, add_eos, piece_chars = args
+    eos = [tokenizer.eos_token_id] if add_eos and tokenizer.eos_token_id is not None else []
+    short = [t for t in texts if len(t) <= piece_chars]
+    encoded = iter(tokenizer.encode_batch(short)) if short else iter(())
+    dtype = _id_dtype(tokenizer.vocab_size)
+    specials = None
+    out = []
+    for t in texts:
+        if len(t) <= piece_chars:
+            out.append(np.asarray(next(encoded) + eos, dtype))
+        else:
+            specials = specials or _specials(tokenizer) or ([], [])
+            out.append(_encode_long(tokenizer, t, specials, piece_chars, eos))
     return out
 
 
-def tokenize_corpus(texts: Sequence[str], tokenizer, out_prefix, *, num_workers: int = 2, chunk_size: int = 256,
-                    add_eos: bool = True) -> TokenFile:
+def _chunks(texts, tokenizer, add_eos, chunk_size: int, piece_chars: int):
+    """Tasks of at most `chunk_size` documents and about `_CHUNK_CHARS` characters, read lazily from `texts`."""
+    batch, chars = [], 0
+    for t in texts:
+        if not isinstance(t, str):
+            raise TokenizerError(f"tokenize_corpus: texts must be strings; got {type(t).__name__}")
+        batch.append(t)
+        chars += len(t)
+        if len(batch) >= chunk_size or chars >= _CHUNK_CHARS:
+            yield tokenizer, batch, add_eos, piece_chars
+            batch, chars = [], 0
+    if batch:
+        yield tokenizer, batch, add_eos, piece_chars
+
+
+def _encoded(chunks, num_workers: int):
+    """Encoded chunks in order; at most 2 * num_workers chunks are in flight, so memory stays bounded."""
+    import collections
+
+    first = list(itertools.islice(chunks, 2))
+    if not num_workers or num_workers <= 0 or len(first) < 2:  # one chunk: no worker start-up
+        for c in itertools.chain(first, chunks):
+            yield _encode_chunk(c)
+        return
+    chunks = itertools.chain(first, chunks)
+    with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = collections.deque()
+        for c in chunks:
+            pending.append(pool.submit(_encode_chunk, c))
+            while len(pending) >= 2 * num_workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def tokenize_corpus(texts: Iterable[str], tokenizer, out_prefix, *, num_workers: int = 2, chunk_size: int = 256,
+                    add_eos: bool = True, piece_chars: int = _PIECE_CHARS) -> TokenFile:
     """Tokenize `texts` in `num_workers` worker processes and write them as a TokenFile (documents in order).
 
-    Example: `tokenize_corpus(read_documents(["a.jsonl"]), tok, "data/corpus", num_workers=4)`.
+    `texts` is read lazily (a generator of documents streams). A document
+    longer than `piece_chars` characters is encoded in pieces cut just
+    before a whitespace (or at `piece_chars` where a piece has none), so a
+    16 MiB line costs a few MB, not the library's GBs of offsets; its ids
+    can differ from a one-shot `encode` only at those cuts. Special tokens
+    the tokenizer adds (BOS/EOS) are added once per document.
+
+    Example: `tokenize_corpus(iter_documents(["a.jsonl"]), tok, "data/corpus", num_workers=4)`.
     """
-    texts = list(texts)
-    chunks = [(tokenizer, texts[i:i + chunk_size], add_eos) for i in range(0, len(texts), chunk_size)]
-    if num_workers and num_workers > 0 and len(chunks) > 1:
-        with concurrent.futures.ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            encoded = list(pool.map(_encode_chunk, chunks))
-    else:
-        encoded = [_encode_chunk(c) for c in chunks]
-    TokenFile.write(out_prefix, (ids for chunk in encoded for ids in chunk), tokenizer.vocab_size)
+    if not isinstance(piece_chars, int) or piece_chars < 2 * _CUT_WINDOW:
+        raise ValueError(f"tokenize_corpus: piece_chars must be an int >= {2 * _CUT_WINDOW}; got {piece_chars!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"tokenize_corpus: chunk_size must be a positive int; got {chunk_size!r}")
+    chunks = _chunks(texts, tokenizer, add_eos, chunk_size, piece_chars)
+    TokenFile.write(out_prefix, (ids for chunk in _encoded(chunks, num_workers) for ids in chunk),
+                    tokenizer.vocab_size)
     return TokenFile(out_prefix)

@@ -202,13 +202,14 @@ def _binop(op: str, left, right):
             _admit(size, f"'{op}'")
         elif isinstance(left, int) and isinstance(right, int) and _int_bits(left) + _int_bits(right) > _MAX_INT_BITS:
             raise TemplateError(f"chat template: '*' of two integers of {_int_bits(left)} and {_int_bits(right)} "
-                                f"bits, over {_MAX_INT_BITS} bits", "max_output_chars")
+                                f"bits, over {_MAX_INT_BITS} bits (the cap on integers that goes with max_output_chars)",
+                                "max_output_chars")
         return operator.mul(left, right)
     if op == "**":
         if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0 and (
                 _int_bits(left) * right > _MAX_INT_BITS):
             raise TemplateError(f"chat template: '**' of {left} to the power {right} would exceed {_MAX_INT_BITS} "
-                                "bits", "max_output_chars")
+                                "bits (the cap on integers that goes with max_output_chars)", "max_output_chars")
         return operator.pow(left, right)
     if op == "+":
         if isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
@@ -445,7 +446,7 @@ def _compile(source: str, budget: TemplateBudget):
         raise TemplateError(f"chat template does not parse: {e}") from None
     except (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError) as e:
         raise TemplateError(f"chat template cannot be compiled ({type(e).__name__}: {str(e)[:200]}); "
-                            f"it is nested or chained too deeply", "max_nesting") from None
+                            f"it is nested or chained too deeply for max_nesting={budget.max_nesting}", "max_nesting") from None
     with _COMPILED_LOCK:
         _COMPILED[key] = template
         while len(_COMPILED) > _CACHE_SIZE:
@@ -526,9 +527,9 @@ def render_chat_template(source: str, variables: dict, budget: TemplateBudget | 
         raise
     except RecursionError:
         raise TemplateError("chat template recursed past Python's recursion limit (a macro or a recursive loop "
-                            "calls itself too deeply)", "max_nesting") from None
+                            "calls itself too deeply; max_nesting covers recursion)", "max_nesting") from None
     except MemoryError:
-        raise TemplateError("chat template ran out of memory", "max_work_chars") from None
+        raise TemplateError("chat template ran out of memory before reaching max_work_chars", "max_work_chars") from None
     except Exception as e:  # noqa: BLE001 - any failure of untrusted template code on client input is the input's
         raise TemplateError(f"chat template failed on these messages: {type(e).__name__}: {str(e)[:500]}") from None
     finally:

@@ -17,12 +17,25 @@ from collections.abc import Iterable, Sequence
 
 from pdx import _safefile
 from pdx.text._errors import TokenizerError
+from pdx.text._regex_check import regex_problem, tokenizer_regexes
 from pdx.text._template import TemplateBudget, TemplateError, render_chat_template
 
 __all__ = ["Tokenizer", "TokenizerError", "train_bpe"]
 
 _MAX_TOKENIZER_BYTES = 256 << 20
 _MAX_CONFIG_BYTES = 4 << 20
+
+
+def _backend_call(what, action: str, func, *args, **kwargs):
+    """Call the tokenizers library, turning its errors and Rust panics (a BaseException) into TokenizerError."""
+    try:
+        return func(*args, **kwargs)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - pyo3's PanicException derives from BaseException
+        kind = "panicked" if type(e).__name__ == "PanicException" else "failed"
+        raise TokenizerError(f"{what}: the tokenizers library {kind} during {action} ({str(e).strip()[:300]}); "
+                             "the tokenizer file's regex or configuration cannot handle this input") from None
 
 
 def _special(config: dict, key: str):
@@ -66,10 +79,16 @@ class Tokenizer:
         if data[:1] == b"{":
             from tokenizers import Tokenizer as HFTokenizer
 
-            try:
-                backend = HFTokenizer.from_str(data.decode("utf-8"))
-            except Exception as e:  # the library's parse error, named
-                raise TokenizerError(f"{path}: not a valid tokenizers JSON file ({e})") from None
+            config = _safefile.load_json(data, what=path, error=TokenizerError)
+            if not isinstance(config, dict):
+                raise TokenizerError(f"{path}: a tokenizers JSON file is an object; got {type(config).__name__}")
+            for where, pattern in tokenizer_regexes(config):
+                problem = regex_problem(pattern)
+                if problem is not None:
+                    raise TokenizerError(f"{path}: the regex at {where} is refused: {problem}. A backtracking regex "
+                                         "engine takes exponential time on it; rewrite it without nested or "
+                                         "overlapping repetition")
+            backend = _backend_call(path, "load", HFTokenizer.from_str, data.decode("utf-8"))
             return cls(backend, "tokenizers", **special)
         import sentencepiece as spm
 
@@ -167,7 +186,8 @@ class Tokenizer:
         if not isinstance(text, str):
             raise TypeError(f"Tokenizer.encode: text must be a str; got {type(text).__name__}")
         if self.kind == "tokenizers":
-            ids = list(self._backend.encode(text, add_special_tokens=add_special_tokens).ids)
+            ids = list(_backend_call("Tokenizer.encode", "encode", self._backend.encode, text,
+                                     add_special_tokens=add_special_tokens).ids)
             if add_special_tokens and self.add_bos_token and self.bos_token_id is not None and ids[:1] != [self.bos_token_id]:
                 ids = [self.bos_token_id] + ids
             return ids
@@ -182,7 +202,9 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[list[int]]:
         """`encode` of each text (the tokenizers library runs the batch on its own threads)."""
         if self.kind == "tokenizers" and not self.add_bos_token:
-            return [list(e.ids) for e in self._backend.encode_batch(list(texts), add_special_tokens=add_special_tokens)]
+            batch = _backend_call("Tokenizer.encode_batch", "encode", self._backend.encode_batch, list(texts),
+                                  add_special_tokens=add_special_tokens)
+            return [list(e.ids) for e in batch]
         return [self.encode(t, add_special_tokens) for t in texts]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
