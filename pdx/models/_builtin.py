@@ -20,11 +20,17 @@ def _llama_from_hf(config):
     return llama.LlamaForCausalLM(llama.config_from_hf(config))
 
 
+def _llama_params(preset: str):
+    return lambda **overrides: llama.LlamaConfig.from_preset(preset, **overrides).num_params()
+
+
 for _preset, _name in _LLAMA_NAMES.items():
     register(_name, _llama_builder(_preset), family="llama", task="causal-lm", config=llama.PRESETS[_preset],
-             description=f"LLaMA-style decoder, preset {_preset!r}", inputs=("input_ids:None,None:int32",))
+             description=f"LLaMA-style decoder, preset {_preset!r}", inputs=("input_ids:None,None:int32",),
+             num_params=_llama_params(_preset))
 for _model_type in ("llama", "qwen2", "mistral"):
-    register_foreign(_model_type, _llama_from_hf, llama.hf_to_pdx)
+    register_foreign(_model_type, _llama_from_hf, llama.hf_to_pdx,
+                     num_params=lambda config: llama.config_from_hf(config).num_params())
 
 _IMAGE = ("image:None,3,224,224:float32",)
 _VISION = {

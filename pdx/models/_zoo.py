@@ -10,6 +10,14 @@ or when the weights are a Paddle `.pdparams` file with Paddle's names.
 
 Nothing here executes code from a file: config.json is parsed as JSON,
 weights are read as safetensors or through the pickle-free `.pdparams` reader.
+
+Every config is checked before anything is built (`pdx._config_check`):
+the family validates its fields (types, ranges, cross-field rules), then the
+parameter count the config implies is compared with the numbers stored in
+the weights' headers, so a config that asks for more than is on disk fails
+in milliseconds with a `ConfigError` instead of allocating. Sharded Hugging
+Face directories (`model.safetensors.index.json`) are read by
+`pdx.models._weights`.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -27,17 +36,27 @@ WEIGHTS_FILES = ("model.safetensors", "model.pdparams")
 NAME_KEY = "pdx_model"
 MAX_CONFIG_BYTES = 1 << 20
 OVERRIDES_KEY = "overrides"
+# A config implying more than 2 x the stored numbers + this many parameters is refused before building;
+# a smaller one is built and compared tensor by tensor (strict=False may add a fresh task head).
+EXTRA_PARAMS = 1 << 24
+_MAX_OVERRIDES = 256
+# What a family's builder raises for an argument of the wrong kind (reported as the config's fault).
+_BUILD_ERRORS = (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError)
 
 
 class Foreign(NamedTuple):
     """How to read another framework's directory for one family.
 
     build(config_json) -> Layer builds the model from that framework's config;
-    name_map(state_dict) -> state_dict renames (and transposes) its weights.
+    name_map(state_dict) -> state_dict renames (and transposes) its weights;
+    num_params(config_json) -> int validates the config (raising ConfigError)
+    and returns the parameters the model will have (a lower bound is fine),
+    without building it.
     """
 
     build: Callable[[Mapping[str, Any]], Any]
     name_map: Callable[[Mapping[str, np.ndarray]], dict]
+    num_params: Callable[[Mapping[str, Any]], int] | None = None
 
 
 class ZooEntry(NamedTuple):
@@ -50,6 +69,7 @@ class ZooEntry(NamedTuple):
     config: Mapping[str, Any]
     description: str
     inputs: tuple[str, ...]
+    num_params: Callable[..., int] | None = None
 
 
 _ENTRIES: dict[str, ZooEntry] = {}
@@ -58,7 +78,7 @@ _FOREIGN: dict[str, Foreign] = {}
 
 def register(name: str, build: Callable[..., Any], *, family: str, task: str,
              config: Mapping[str, Any] | None = None, description: str = "",
-             inputs: tuple[str, ...] = ()) -> None:
+             inputs: tuple[str, ...] = (), num_params: Callable[..., int] | None = None) -> None:
     """Add a named model to the zoo.
 
     Args:
@@ -70,6 +90,8 @@ def register(name: str, build: Callable[..., Any], *, family: str, task: str,
       description: one line.
       inputs: its inputs as `pdx export --input-spec` strings ("[NAME:]DIMS[:DTYPE]",
         e.g. "image:None,3,224,224:float32"), so `pdx export NAME` needs no spec.
+      num_params: num_params(**overrides) -> the parameter count, validating the
+        overrides without building (else it is counted from shapes).
 
     Example:
       >>> register("lenet", LeNet, family="lenet", task="image-classification",
@@ -77,13 +99,19 @@ def register(name: str, build: Callable[..., Any], *, family: str, task: str,
     """
     if name in _ENTRIES:
         raise ValueError(f"pdx.models.register: {name!r} is already registered")
-    _ENTRIES[name] = ZooEntry(name, family, task, build, dict(config or {}), description, tuple(inputs))
+    _ENTRIES[name] = ZooEntry(name, family, task, build, dict(config or {}), description, tuple(inputs), num_params)
 
 
 def register_foreign(model_type: str, build: Callable[[Mapping[str, Any]], Any],
-                     name_map: Callable[[Mapping[str, np.ndarray]], dict]) -> None:
-    """Teach `from_pretrained` another framework's directory with config.json "model_type"."""
-    _FOREIGN[model_type] = Foreign(build, name_map)
+                     name_map: Callable[[Mapping[str, np.ndarray]], dict], *,
+                     num_params: Callable[[Mapping[str, Any]], int] | None = None) -> None:
+    """Teach `from_pretrained` another framework's directory with config.json "model_type".
+
+    `num_params(config_json)` validates the config and counts the model's
+    parameters without building it, so a config larger than its weights fails
+    before allocating (see `Foreign`).
+    """
+    _FOREIGN[model_type] = Foreign(build, name_map, num_params)
 
 
 def _param_count(build: Callable[..., Any]) -> int:
@@ -183,22 +211,54 @@ def read_config(config_file) -> dict:
     return config
 
 
-def _read_weights(path: Path) -> dict:
-    from pdx.checkpoint import load_pdparams, load_safetensors
+def _with_file(err, file: str):
+    if getattr(err, "file", "") is None or getattr(err, "file", None) in ("LlamaConfig", "BertConfig", "ErnieConfig"):
+        err.file = file
+    return err
 
-    if path.is_file():
-        files = [path]
-    else:
-        files = [path / f for f in WEIGHTS_FILES if (path / f).exists()]
-        files += sorted(p for p in path.glob("*.pdparams") if p not in files)
-        files += sorted(p for p in path.glob("*.safetensors") if p not in files)
-    if not files:
-        raise FileNotFoundError(f"from_pretrained: no weights in {str(path)!r}; expected one of "
-                                f"{WEIGHTS_FILES} (or any *.safetensors / *.pdparams)")
-    weights = files[0]
-    if weights.suffix == ".safetensors":
-        return load_safetensors(weights)
-    return {k: np.asarray(v) for k, v in load_pdparams(weights).items()}
+
+def _zoo_arguments(config: Mapping, name: str | None, overrides: Mapping, file: str) -> tuple[str, dict]:
+    """The zoo name and build arguments of a pdx directory, each checked (ConfigError)."""
+    from pdx._config_check import fail
+
+    if name is None:
+        name = config[NAME_KEY]
+        if not isinstance(name, str) or name not in _ENTRIES:
+            fail(NAME_KEY, name, "a zoo name (see pdx.models.list())", file=file)
+    saved = config.get(OVERRIDES_KEY, {})
+    if not isinstance(saved, dict) or len(saved) > _MAX_OVERRIDES:
+        fail(OVERRIDES_KEY, saved, f"an object of at most {_MAX_OVERRIDES} build arguments", file=file)
+    return name, {**saved, **overrides}
+
+
+def _count(entry: ZooEntry, kwargs: dict, file: str) -> int:
+    from pdx._config_check import ConfigError, fail
+
+    try:
+        if entry.num_params is not None:
+            return int(entry.num_params(**kwargs))
+        return _param_count(lambda: entry.build(**kwargs))
+    except ConfigError as err:
+        raise _with_file(err, file) from None
+    except _BUILD_ERRORS as err:
+        fail(OVERRIDES_KEY, kwargs, f"the build arguments of {entry.name!r} (its config: {dict(entry.config)})",
+             file=file, why=f"are refused by the model: {type(err).__name__}: {err}")
+
+
+def _check_size(params: int, stored: int, *, file: str, where: str) -> None:
+    """Refuse, before building, a config that implies far more parameters than the weights hold.
+
+    Up to `2 * stored + EXTRA_PARAMS` is built (cheap even when wrong) and then
+    compared tensor by tensor, which names the exact tensor and shape.
+    """
+    from pdx._config_check import fail
+
+    limit = 2 * stored + EXTRA_PARAMS
+    if params > limit:
+        fail(None, None, None, file=file,
+             why=f"implies {params:,} parameters but {where} holds {stored:,} numbers (at most {limit:,} are "
+                 "built to compare shapes): a size field (hidden_size, num_hidden_layers, vocab_size, "
+                 "intermediate_size, ...) does not match the weights' shapes")
 
 
 def from_pretrained(path, *, name: str | None = None, strict: bool = True, **overrides) -> Any:
@@ -206,51 +266,106 @@ def from_pretrained(path, *, name: str | None = None, strict: bool = True, **ove
 
     Reads, in order: a pdx directory (config.json with "pdx_model", written by
     `save_pretrained`); a foreign directory whose config.json "model_type" a
-    family registered (e.g. Hugging Face "bert" with model.safetensors); or,
+    family registered (e.g. Hugging Face "bert" or "llama", one
+    model.safetensors or shards listed by model.safetensors.index.json); or,
     with `name=`, any safetensors / .pdparams file with the model's own names.
+
+    The config is validated and its implied parameter count compared with the
+    weights' headers before the model is built; every tensor's shape is
+    compared with the model's before it is loaded.
 
     Args:
       path: a directory or a single weights file.
       name: the zoo name to build (needed when there is no config.json).
       strict: every parameter must be in the file and every tensor used.
+        With strict=False, tensors the model lacks, parameters the file lacks
+        and tensors of another shape are skipped and named in a warning.
       **overrides: build arguments (override the saved ones).
+
+    Raises:
+      ConfigError: a bad config field, index file, or weights that do not
+        match the config (names the file, the field or tensor, the value and
+        what is allowed).
 
     Example:
       >>> m = pdx.models.from_pretrained("out/lenet")              # doctest: +SKIP
       >>> m = pdx.models.from_pretrained("paddle_lenet.pdparams", name="lenet")  # doctest: +SKIP
     """
+    from pdx._config_check import ConfigError, fail
+    from pdx.models import _weights
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"from_pretrained: {str(path)!r} does not exist")
     config_file = path / CONFIG_FILE if path.is_dir() else path.with_name(CONFIG_FILE)
+    file = str(config_file)
     config = read_config(config_file) if config_file.exists() else {}
-    state = _read_weights(path)
+    if name is not None and (not isinstance(name, str) or name not in _ENTRIES):
+        fail("name", name, f"a zoo name (see pdx.models.list(), e.g. {sorted(_ENTRIES)[:4]})")
+    weights = _weights.locate(path)
     if name is not None or NAME_KEY in config:
-        name = name or config[NAME_KEY]
-        model = create(name, **{**config.get(OVERRIDES_KEY, {}), **overrides})
-    elif config.get("model_type") in _FOREIGN:
-        foreign = _FOREIGN[config["model_type"]]
-        model = foreign.build({**config, **overrides})
-        state = foreign.name_map(state)
+        name, kwargs = _zoo_arguments(config, name, overrides, file)
+        entry = _entry(name)
+        params = _count(entry, kwargs, file)
+        build, name_map = (lambda: entry.build(**kwargs)), None
     else:
-        raise ValueError(f"from_pretrained: cannot tell which model {str(path)!r} holds: no config.json "
-                         f"with {NAME_KEY!r} or a known model_type {sorted(_FOREIGN)}; pass name=")
-    _load(model, state, strict=strict, where=str(path))
+        model_type = config.get("model_type")
+        if not isinstance(model_type, str) or model_type not in _FOREIGN:
+            if "model_type" in config:
+                fail("model_type", model_type, f"one of {sorted(_FOREIGN)}", file=file,
+                     why=f"names no family pdx knows: cannot tell which model {str(path)!r} holds; pass name= "
+                         "(a zoo name) to load the weights by their own names")
+            raise ValueError(f"from_pretrained: cannot tell which model {str(path)!r} holds: no config.json "
+                             f"with {NAME_KEY!r} or a known model_type {sorted(_FOREIGN)}; pass name=")
+        foreign = _FOREIGN[model_type]
+        merged = {**config, **overrides}
+        try:
+            params = foreign.num_params(merged) if foreign.num_params is not None else None
+        except ConfigError as err:
+            raise _with_file(err, file) from None
+        build, name_map = (lambda: foreign.build(merged)), foreign.name_map
+    if params is not None and weights.elements is not None:
+        _check_size(params, weights.elements, file=file, where=weights.where())
+    state = _weights.read(weights)
+    if params is not None and weights.elements is None:
+        _check_size(params, builtins.sum(int(np.size(v)) for v in state.values()), file=file, where=weights.where())
+    if name_map is not None:
+        state = name_map(state)
+    try:
+        model = build()
+    except ConfigError as err:
+        raise _with_file(err, file) from None
+    load_checked(model, state, strict=strict, where=weights.where())
     return model
 
 
-def _load(model, state: Mapping[str, np.ndarray], *, strict: bool, where: str) -> None:
+def load_checked(model, state: Mapping[str, np.ndarray], *, strict: bool, where: str,
+                 what: str = "from_pretrained") -> tuple[builtins.list, builtins.list]:
+    """Load `state` into `model`, never a tensor of another shape; returns (missing, unexpected).
+
+    strict: any missing, unexpected or shape-mismatched tensor is a ConfigError.
+    Otherwise those tensors are skipped and named in a UserWarning.
+    """
+    from pdx._config_check import ConfigError
+
     expected = model.state_dict()
-    if strict:
-        missing = sorted(set(expected) - set(state))
-        unexpected = sorted(set(state) - set(expected))
-        if missing or unexpected:
-            raise ValueError(f"from_pretrained: {where!r} does not match the model: "
-                             f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
-                             f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}; "
-                             "pass strict=False to load the common names")
-    for key, value in state.items():
-        if key in expected and tuple(np.shape(value)) != tuple(expected[key].shape):
-            raise ValueError(f"from_pretrained: {key!r} has shape {np.shape(value)} in {where!r}, "
-                             f"the model wants {tuple(expected[key].shape)}")
-    model.set_state_dict({k: v for k, v in state.items() if k in expected})
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    mismatched = {k: (tuple(np.shape(v)), tuple(expected[k].shape)) for k, v in state.items()
+                  if k in expected and tuple(np.shape(v)) != tuple(expected[k].shape)}
+    if strict and mismatched:
+        key, (disk, want) = next(iter(sorted(mismatched.items())))
+        raise ConfigError(key, disk, f"shape {want}, the one the config implies", file=where,
+                          why=f"has shape {disk} ({len(mismatched)} tensor(s) disagree with the config)")
+    if strict and (missing or unexpected):
+        raise ConfigError(None, None, None, file=where,
+                          why=f"does not match the model: missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
+                              f"unexpected {unexpected[:5]}{'...' if len(unexpected) > 5 else ''}; "
+                              "pass strict=False to load the common names")
+    if missing or unexpected or mismatched:
+        shown = {k: f"{d} on disk, {w} in the model" for k, (d, w) in builtins.list(sorted(mismatched.items()))[:8]}
+        warnings.warn(f"{what}: {where}: skipped {len(missing)} missing parameter(s) (left at their initial "
+                      f"values) {missing[:8]}, {len(unexpected)} unexpected tensor(s) {unexpected[:8]}, "
+                      f"{len(mismatched)} tensor(s) of another shape {shown}", UserWarning, stacklevel=3)
+    model.set_state_dict({k: v for k, v in state.items() if k in expected and k not in mismatched})
+    return missing, unexpected

@@ -27,6 +27,7 @@ from flax import nnx
 
 import pdx.nn.functional as F
 from pdx import _safefile
+from pdx._config_check import MAX_LORA_RANK, ConfigError, Field, check, fail, require, safetensors_shapes
 from pdx._sublayers import set_child as _set_child
 from pdx._sublayers import walk as _walk
 from pdx.nn import Dropout, Identity, Layer, Linear
@@ -36,6 +37,37 @@ __all__ = ["LoRAConfig", "LoRALinear", "LoRAModel"]
 
 _CONFIG_NAME = "lora_config.json"
 _WEIGHTS_NAME = "lora_model.safetensors"
+_MAX_CONFIG_BYTES = 1 << 20
+
+# The fields' types and ranges (pdx._config_check), for a LoRAConfig built in Python or read from
+# lora_config.json. r is capped (MAX_LORA_RANK) and, when loading, must equal the saved adapters' rank.
+SCHEMA = {
+    "target_modules": Field("strs"),
+    "r": Field("int", lo=1, hi=MAX_LORA_RANK),
+    "lora_alpha": Field("float", lo=0.0, hi=1e6),
+    "lora_dropout": Field("float", lo=0.0, hi=0.999),
+    "trainable_bias": Field("bool"),
+    "quantize": Field("str", choices=("int8", "int4"), optional=True),
+    "group_size": Field("int", lo=-1, hi=1 << 16),
+    "adapted": Field("strs", optional=True),
+}
+
+
+def check_config(values, *, file: str | None = None) -> None:
+    """Types, ranges and cross-field rules of LoRAConfig fields (a mapping); raises ConfigError."""
+    targets = values.get("target_modules")
+    if isinstance(targets, tuple):
+        values = {**values, "target_modules": list(targets)}
+    check(values, SCHEMA, file=file)
+    require(len(values.get("target_modules", [""])) > 0, "target_modules", values.get("target_modules"),
+            "must be a non-empty list of names/regexes", file=file)
+    for pattern in values.get("target_modules", ()):
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError) as err:
+            fail("target_modules", pattern, "a valid regular expression", file=file, why=f"does not compile ({err})")
+    require(values.get("group_size", -1) != 0, "group_size", 0, "must be -1 (per channel) or a positive int",
+            file=file)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,15 +94,10 @@ class LoRAConfig:
     group_size: int = -1
 
     def __post_init__(self):
-        if not isinstance(self.r, int) or self.r < 1:
-            raise ValueError(f"LoRAConfig: r must be a positive int; got {self.r!r}")
-        if not 0.0 <= self.lora_dropout < 1.0:
-            raise ValueError(f"LoRAConfig: lora_dropout must be in [0, 1); got {self.lora_dropout!r}")
-        if self.quantize not in (None, "int8", "int4"):
-            raise ValueError(f"LoRAConfig: quantize must be None, 'int8' or 'int4'; got {self.quantize!r}")
-        if isinstance(self.target_modules, str) or not self.target_modules:
-            raise ValueError(f"LoRAConfig: target_modules must be a non-empty list of names/regexes; got "
-                             f"{self.target_modules!r}")
+        if isinstance(self.target_modules, str):
+            fail("target_modules", self.target_modules, "a non-empty list of names/regexes", file="LoRAConfig",
+                 why="is a single string")
+        check_config(dataclasses.asdict(self), file="LoRAConfig")
         object.__setattr__(self, "target_modules", tuple(self.target_modules))
 
     @property
@@ -79,6 +106,17 @@ class LoRAConfig:
 
     def matches(self, name: str) -> bool:
         return any(re.fullmatch(p, name) or name == p or name.endswith("." + p) for p in self.target_modules)
+
+
+def _check_ranks(weights_file: str, r: int, directory: str) -> None:
+    """Every saved adapter has rank r (from the header alone, before any adapter is created)."""
+    shapes = safetensors_shapes(weights_file, root=directory)
+    for name, shape in shapes.items():
+        if not name.endswith((".lora_A", ".lora_B")):
+            continue
+        if len(shape) != 2 or (shape[1] if name.endswith(".lora_A") else shape[0]) != r:
+            fail("r", r, f"the rank of the saved adapters ({name} has shape {list(shape)})",
+                 file=os.path.join(directory, _CONFIG_NAME), why="does not match the adapter weights")
 
 
 class LoRALinear(Layer):
@@ -251,21 +289,29 @@ class LoRAModel(Layer):
 
         directory = os.fspath(directory)
         path = os.path.join(directory, _CONFIG_NAME)
-        raw = _safefile.read_file(path, max_bytes=1 << 20, what="lora_config.json", root=directory, error=ValueError)
-        saved = _safefile.load_json(raw, what=path, error=ValueError)
+        raw = _safefile.read_file(path, max_bytes=_MAX_CONFIG_BYTES, what="lora_config.json", root=directory,
+                                  error=lambda message: ConfigError(None, file=path, why=message))
+        saved = _safefile.load_json(raw, what=path, error=lambda message: ConfigError(None, why=message))
         if not isinstance(saved, dict):
-            raise ValueError(f"{path}: expected a JSON object")
-        saved.pop("adapted", None)
+            fail(None, None, "a JSON object of LoRAConfig fields", file=path, why=f"is a {type(saved).__name__}")
         fields = {f.name for f in dataclasses.fields(LoRAConfig)}
-        unknown = sorted(set(saved) - fields)
+        unknown = sorted(set(saved) - fields - {"adapted"})
         if unknown:
-            raise ValueError(f"{path}: unknown LoRAConfig fields {unknown}")
+            fail(unknown[0], saved[unknown[0]], f"one of the LoRAConfig fields {sorted(fields)}", file=path,
+                 why="is not a LoRAConfig field")
+        check_config(saved, file=path)
+        saved.pop("adapted", None)
+        _check_ranks(os.path.join(directory, _WEIGHTS_NAME), saved.get("r", 8), directory)
         lora = cls(model, LoRAConfig(**saved))
         weights = load_safetensors(os.path.join(directory, _WEIGHTS_NAME))
         own = lora.lora_state_dict()
         missing, unexpected = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
         if missing or unexpected:
-            raise ValueError(f"{directory}: the adapters do not match the model: missing {missing[:6]}, "
-                             f"unexpected {unexpected[:6]}")
+            raise ConfigError(None, file=directory, why=f"the adapters do not match the model: missing {missing[:6]}, "
+                                                        f"unexpected {unexpected[:6]}")
+        wrong = sorted(k for k in own if tuple(weights[k].shape) != tuple(own[k].shape))
+        if wrong:
+            raise ConfigError(wrong[0], tuple(weights[wrong[0]].shape), f"shape {tuple(own[wrong[0]].shape)} (the "
+                              "model's layer)", file=os.path.join(directory, _WEIGHTS_NAME), why="has another shape")
         lora.model.set_state_dict({**{k: v for k, v in lora.model.state_dict().items()}, **weights})
         return lora

@@ -11,7 +11,7 @@
 
 from pdx.models._zoo import register, register_foreign
 from pdx.models.bert._config import PRESETS, BertConfig, ErnieConfig
-from pdx.models.bert._hf import build_from_hf, config_from_hf, hf_to_pdx, load_hf_bert
+from pdx.models.bert._hf import build_from_hf, config_from_hf, hf_to_pdx, load_hf_bert, num_params_from_hf
 from pdx.models.bert._model import (
     BertEmbeddings,
     BertForQuestionAnswering,
@@ -65,12 +65,27 @@ def _builder(preset: str):
     return build
 
 
+def _num_params(preset: str):
+    from pdx._config_check import MAX_CLASSES, Field, check
+
+    config_class = PRESETS[preset][0]
+    head_schema = {"num_classes": Field("int", lo=1, hi=MAX_CLASSES), "dropout": Field("float", lo=0.0, hi=0.999,
+                                                                                        optional=True)}
+
+    def num_params(**overrides):
+        check(overrides, head_schema)
+        fields = {k: v for k, v in overrides.items() if k not in _HEAD_ARGS}
+        return config_class.from_preset(preset, **fields).num_params()
+
+    return num_params
+
+
 for _name, (_cls, _fields) in PRESETS.items():
     _family = "ernie" if _cls is ErnieConfig else "bert"
     register(_name, _builder(_name), family=_family, task="sequence-classification",
              config={**_cls.from_preset(_name).to_dict(), "num_classes": 2},
              description=f"{_cls.__name__[:-6]} encoder + pooled classifier; build(num_classes=, dropout=, "
-                         "<config field>=...)", inputs=("input_ids:None,None:int32",))
+                         "<config field>=...)", inputs=("input_ids:None,None:int32",), num_params=_num_params(_name))
 
-register_foreign("bert", build_from_hf, hf_to_pdx)
-register_foreign("ernie", build_from_hf, hf_to_pdx)
+register_foreign("bert", build_from_hf, hf_to_pdx, num_params=num_params_from_hf)
+register_foreign("ernie", build_from_hf, hf_to_pdx, num_params=num_params_from_hf)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from pdx._config_check import (MAX_HEADS, MAX_HIDDEN, MAX_INTERMEDIATE, MAX_LAYERS, MAX_POSITIONS, MAX_VOCAB, Field,
+                               check, require)
+
 _FIELD_HELP = {
     "vocab_size": "tokens in the vocabulary",
     "hidden_size": "model width (embedding size)",
@@ -24,6 +27,41 @@ _FIELD_HELP = {
 }
 
 ACTIVATIONS = ("gelu", "gelu_new", "relu")
+MAX_TYPE_VOCAB = 1 << 16
+
+# Every field's type and range (pdx._config_check): the same rules for a config built in Python and a
+# Hugging Face / PaddleNLP config.json.
+SCHEMA = {
+    "vocab_size": Field("int", lo=1, hi=MAX_VOCAB),
+    "hidden_size": Field("int", lo=1, hi=MAX_HIDDEN),
+    "num_hidden_layers": Field("int", lo=1, hi=MAX_LAYERS),
+    "num_attention_heads": Field("int", lo=1, hi=MAX_HEADS),
+    "intermediate_size": Field("int", lo=1, hi=MAX_INTERMEDIATE),
+    "hidden_act": Field("str", choices=ACTIVATIONS),
+    "hidden_dropout_prob": Field("float", lo=0.0, hi=0.999),
+    "attention_probs_dropout_prob": Field("float", lo=0.0, hi=0.999),
+    "max_position_embeddings": Field("int", lo=1, hi=MAX_POSITIONS),
+    "type_vocab_size": Field("int", lo=0, hi=MAX_TYPE_VOCAB),
+    "layer_norm_eps": Field("float", lo=0.0, hi=1.0, open_lo=True),
+    "pad_token_id": Field("int", lo=0, hi=MAX_VOCAB - 1),
+    "initializer_range": Field("float", lo=0.0, hi=10.0),
+    "use_task_id": Field("bool"),
+    "task_type_vocab_size": Field("int", lo=1, hi=MAX_TYPE_VOCAB),
+    "task_id": Field("int", lo=0, hi=MAX_TYPE_VOCAB - 1),
+}
+
+
+def check_config(values, *, file: str | None = None) -> None:
+    """Types, ranges and cross-field rules of BertConfig / ErnieConfig fields; raises ConfigError."""
+    check(values, SCHEMA, file=file)
+    hidden, heads = values.get("hidden_size", 768), values.get("num_attention_heads", 12)
+    require(hidden % heads == 0, "hidden_size", hidden, f"must be divisible by num_attention_heads={heads}",
+            file=file)
+    vocab, pad = values.get("vocab_size", 30522), values.get("pad_token_id", 0)
+    require(pad < vocab, "pad_token_id", pad, f"must be in [0, vocab_size={vocab})", file=file)
+    if values.get("use_task_id", False):
+        types, task = values.get("task_type_vocab_size", 3), values.get("task_id", 0)
+        require(task < types, "task_id", task, f"must be in [0, task_type_vocab_size={types})", file=file)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,24 +89,16 @@ class BertConfig:
     initializer_range: float = 0.02
 
     def __post_init__(self):
-        name = type(self).__name__
-        for field in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                      "max_position_embeddings"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}: {field} must be a positive int; got {field}={value!r}")
-        if not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
-            raise ValueError(f"{name}: type_vocab_size must be an int >= 0; got {self.type_vocab_size!r}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"{name}: hidden_size={self.hidden_size} must be divisible by "
-                             f"num_attention_heads={self.num_attention_heads}")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"{name}: hidden_act must be one of {ACTIVATIONS}; got {self.hidden_act!r}")
-        for field in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= getattr(self, field) < 1.0:
-                raise ValueError(f"{name}: {field} must be in [0, 1); got {getattr(self, field)!r}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"{name}: pad_token_id={self.pad_token_id} must be in [0, vocab_size={self.vocab_size})")
+        check_config(dataclasses.asdict(self), file=type(self).__name__)
+
+    def num_params(self) -> int:
+        """Parameters of the encoder (embeddings and layers; the pooler and task heads not counted)."""
+        h, i = self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * h + 2 * h
+        if getattr(self, "use_task_id", False):
+            embeddings += self.task_type_vocab_size * h
+        per_layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
+        return embeddings + self.num_hidden_layers * per_layer
 
     @classmethod
     def from_preset(cls, name: str, **overrides):
@@ -107,12 +137,6 @@ class ErnieConfig(BertConfig):
     use_task_id: bool = False
     task_type_vocab_size: int = 3
     task_id: int = 0
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.use_task_id and not 0 <= self.task_id < self.task_type_vocab_size:
-            raise ValueError(f"ErnieConfig: task_id={self.task_id} must be in [0, task_type_vocab_size="
-                             f"{self.task_type_vocab_size})")
 
 
 # name -> (config class, fields). bert-base-uncased is Google's BERT-Base; bert-tiny is Google's BERT

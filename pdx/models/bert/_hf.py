@@ -7,8 +7,6 @@ Hugging Face keeps the original BERT layout (`encoder.layer.0.attention.self.que
 
 from __future__ import annotations
 
-import glob
-import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -30,7 +28,6 @@ _LINEAR_TAILS = ("q_proj", "k_proj", "v_proj", "out_proj", "linear1", "linear2",
 _LAYER = re.compile(r"^(?P<head>(?:\w+\.)?encoder)\.layer\.(?P<index>\d+)\.(?P<tail>.+)\.(?P<param>weight|bias)$")
 # Pretraining heads (masked-LM, next sentence) and buffers: no counterpart in the pdx encoder.
 _DROP = re.compile(r"^(cls\.|.*embeddings\.position_ids$|.*embeddings\.token_type_ids$)")
-_MAX_CONFIG_BYTES = 4 << 20
 _ARCHITECTURES = {
     "bert": ("BertModel", "BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering"),
     "ernie": ("ErnieModel", "ErnieForSequenceClassification", "ErnieForTokenClassification",
@@ -89,29 +86,49 @@ def hf_to_pdx(hf_state: Mapping, *, name_map: Callable[[str], str | None] | None
     return out
 
 
-def config_from_hf(hf: Mapping, **overrides):
-    """A BertConfig (model_type "bert") or ErnieConfig (model_type "ernie") from a config.json dict."""
+def check_hf_config(hf: Mapping, *, file: str | None = None) -> None:
+    """Validate a Hugging Face BERT / ERNIE config.json dict before anything is built (raises ConfigError)."""
+    from pdx._config_check import MAX_CLASSES, Field, check, fail
+    from pdx.models.bert._config import SCHEMA
+
+    hf_only = {"model_type": Field("str", choices=tuple(_ARCHITECTURES)), "architectures": Field("strs", optional=True),
+               "num_labels": Field("int", lo=1, hi=MAX_CLASSES), "pad_token_id": Field("int", lo=0, optional=True),
+               "position_embedding_type": Field("str", choices=("absolute",)),
+               "hidden_act": Field("str", choices=tuple(_ACT_ALIASES) + SCHEMA["hidden_act"].choices)}
+    check(hf, {**SCHEMA, **hf_only}, file=file)
+    labels = hf.get("id2label")
+    if labels is not None and (not isinstance(labels, dict) or not 1 <= len(labels) <= MAX_CLASSES):
+        fail("id2label", labels, f"an object of 1 to {MAX_CLASSES} class names", file=file)
+
+
+_ACT_ALIASES = {"gelu_pytorch_tanh": "gelu_new", "gelu_python": "gelu"}
+
+
+def config_from_hf(hf: Mapping, *, file: str | None = None, **overrides):
+    """A BertConfig (model_type "bert") or ErnieConfig (model_type "ernie") from a config.json dict.
+
+    `hf` is validated first (`check_hf_config`); `file` names it in errors.
+    """
     from pdx.models.bert._config import BertConfig, ErnieConfig
 
+    check_hf_config({**hf, **overrides}, file=file)
     model_type = hf.get("model_type", "bert")
-    if model_type not in _ARCHITECTURES:
-        raise ValueError(f"config_from_hf: model_type {model_type!r} is not one of {sorted(_ARCHITECTURES)}")
     cls = ErnieConfig if model_type == "ernie" else BertConfig
     act = hf.get("hidden_act", "gelu")
-    act = {"gelu_pytorch_tanh": "gelu_new", "gelu_python": "gelu"}.get(act, act)
     fields = {f: hf[f] for f in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                  "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
                                  "max_position_embeddings", "type_vocab_size", "layer_norm_eps", "initializer_range")
               if f in hf}
-    fields["hidden_act"] = act
+    fields["hidden_act"] = _ACT_ALIASES.get(act, act)
     fields["pad_token_id"] = hf.get("pad_token_id") if hf.get("pad_token_id") is not None else 0
-    if hf.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"config_from_hf: position_embedding_type {hf['position_embedding_type']!r} is not "
-                         "supported; pdx's BERT has absolute position embeddings")
     if cls is ErnieConfig:
-        fields.update(use_task_id=bool(hf.get("use_task_id", False)),
-                      task_type_vocab_size=hf.get("task_type_vocab_size", 3))
+        fields.update(use_task_id=hf.get("use_task_id", False), task_type_vocab_size=hf.get("task_type_vocab_size", 3))
     return cls(**{**fields, **overrides})
+
+
+def num_params_from_hf(hf: Mapping) -> int:
+    """Validate a config.json dict and count the encoder's parameters without building it (heads not counted)."""
+    return config_from_hf(hf).num_params()
 
 
 def build_from_hf(hf: Mapping, **overrides):
@@ -141,12 +158,18 @@ def build_from_hf(hf: Mapping, **overrides):
 
 
 def load_hf_bert(path, *, name_map: Callable[[str], str | None] | None = None, strict: bool = True, **overrides):
-    """Build a model from a Hugging Face BERT / ERNIE directory (config.json + *.safetensors) and load its weights.
+    """Build a model from a Hugging Face BERT / ERNIE directory (config.json + weights) and load its weights.
+
+    The weights are one `model.safetensors`, shards listed by
+    `model.safetensors.index.json`, or `*.safetensors` files (each tensor
+    once); the config is validated and its size compared with the weights'
+    headers before the model is built (`pdx.models.from_pretrained`'s rules).
 
     Args:
       path: the directory, or one `.safetensors` file with config.json beside it.
       name_map: see `hf_to_pdx`.
-      strict: raise when a parameter is missing or a tensor is left over.
+      strict: raise when a parameter is missing, a tensor is left over or has another shape; with
+        strict=False those are skipped and named in a warning.
       **overrides: config fields to override (e.g. dropout probabilities).
 
     Returns:
@@ -154,33 +177,27 @@ def load_hf_bert(path, *, name_map: Callable[[str], str | None] | None = None, s
 
     Example: `model = load_hf_bert("/models/bert-base-uncased")`.
     """
-    from pdx.checkpoint import load_safetensors  # the checked reader: regular files, header limits
+    from pdx._config_check import ConfigError
+    from pdx.models import _weights
+    from pdx.models._zoo import _check_size, load_checked, read_config
 
     path = os.fspath(path)
-    if os.path.isdir(path):
-        directory, files = path, sorted(glob.glob(os.path.join(path, "*.safetensors")))
-    elif os.path.isfile(path):
-        directory, files = os.path.dirname(path) or ".", [path]
-    else:
+    if not os.path.exists(path):
         raise FileNotFoundError(f"load_hf_bert: {path!r} is neither a directory nor a .safetensors file")
-    if not files:
-        raise FileNotFoundError(f"load_hf_bert: no *.safetensors in {path!r}; save the model with "
-                                "save_pretrained(..., safe_serialization=True)")
+    directory = path if os.path.isdir(path) else (os.path.dirname(path) or ".")
     config_file = os.path.join(directory, "config.json")
     if not os.path.isfile(config_file):
         raise FileNotFoundError(f"load_hf_bert: {config_file!r} is missing; it holds the model's hyperparameters")
-    if os.path.getsize(config_file) > _MAX_CONFIG_BYTES:
-        raise ValueError(f"load_hf_bert: {config_file!r} is over {_MAX_CONFIG_BYTES >> 20} MiB; not a model config")
-    with open(config_file, encoding="utf-8") as f:
-        hf = json.load(f)
-    if not isinstance(hf, dict):
-        raise ValueError(f"load_hf_bert: {config_file!r} must hold a JSON object")
+    hf = read_config(config_file)
+    weights = _weights.locate(path)
+    try:
+        params = config_from_hf(hf, file=config_file, **overrides).num_params()
+    except ConfigError as err:
+        err.file = config_file
+        raise
+    if weights.elements is not None:
+        _check_size(params, weights.elements, file=config_file, where=weights.where())
+    state = hf_to_pdx(_weights.read(weights), name_map=name_map)
     model = build_from_hf(hf, **overrides)
-    state = {}
-    for file in files:
-        state.update(load_safetensors(file))
-    missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map))
-    if strict and (missing or unexpected):
-        raise ValueError(f"load_hf_bert: {path!r} does not match the model built from its config.json: missing "
-                         f"{list(missing)[:6]}, unexpected {list(unexpected)[:6]}; pass name_map= or strict=False")
+    load_checked(model, state, strict=strict, where=weights.where(), what="load_hf_bert")
     return model.eval()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from pdx._config_check import (MAX_EXPERTS, MAX_HEADS, MAX_HIDDEN, MAX_INTERMEDIATE, MAX_LAYERS, MAX_POSITIONS,
+                               MAX_VOCAB, Field, check, require)
+
 _FIELD_HELP = {
     "vocab_size": "tokens in the vocabulary",
     "hidden_size": "model width (embedding size)",
@@ -30,6 +33,53 @@ _FIELD_HELP = {
 }
 
 MODEL_TYPES = ("llama", "qwen2", "mistral")
+RECOMPUTE_POLICIES = (None, "full", "dots", "dots_with_no_batch_dims")
+ATTENTION_IMPLS = ("auto", "pallas", "xla", "cudnn")
+
+# Every field's type and range (pdx._config_check): the same rules for a LlamaConfig built in Python,
+# a Hugging Face config.json and the zoo's overrides.
+SCHEMA = {
+    "vocab_size": Field("int", lo=1, hi=MAX_VOCAB),
+    "hidden_size": Field("int", lo=2, hi=MAX_HIDDEN),
+    "intermediate_size": Field("int", lo=1, hi=MAX_INTERMEDIATE),
+    "num_hidden_layers": Field("int", lo=1, hi=MAX_LAYERS),
+    "num_attention_heads": Field("int", lo=1, hi=MAX_HEADS),
+    "num_key_value_heads": Field("int", lo=1, hi=MAX_HEADS, optional=True),
+    "max_position_embeddings": Field("int", lo=1, hi=MAX_POSITIONS),
+    "rms_norm_eps": Field("float", lo=0.0, hi=1.0, open_lo=True),
+    "rope_theta": Field("float", lo=0.0, hi=1e12, open_lo=True),
+    "tie_word_embeddings": Field("bool"),
+    "scan_layers": Field("bool"),
+    "recompute": Field("str", choices=RECOMPUTE_POLICIES, optional=True),
+    "attention_impl": Field("str", choices=ATTENTION_IMPLS),
+    "attention_bias": Field("bool"),
+    "sliding_window": Field("int", lo=1, hi=MAX_POSITIONS, optional=True),
+    "model_type": Field("str", choices=MODEL_TYPES),
+    "num_experts": Field("int", lo=0, hi=MAX_EXPERTS),
+    "num_experts_per_tok": Field("int", lo=1, hi=MAX_EXPERTS),
+    "moe_intermediate_size": Field("int", lo=1, hi=MAX_INTERMEDIATE, optional=True),
+    "capacity_factor": Field("float", lo=0.0, hi=1024.0, open_lo=True, optional=True),
+    "router_aux_loss_coef": Field("float", lo=0.0, hi=1e3),
+}
+
+
+def check_config(values, *, file: str | None = None) -> None:
+    """Types, ranges and cross-field rules of LlamaConfig fields (`values`: a mapping); raises ConfigError."""
+    check(values, SCHEMA, file=file)
+    hidden, heads = values.get("hidden_size", 4096), values.get("num_attention_heads", 32)
+    kv = values.get("num_key_value_heads") or heads
+    require(hidden % heads == 0, "hidden_size", hidden, f"must be divisible by num_attention_heads={heads}",
+            file=file)
+    require(heads % kv == 0, "num_attention_heads", heads, f"must be a multiple of num_key_value_heads={kv}",
+            file=file)
+    require((hidden // heads) % 2 == 0, "num_attention_heads", heads,
+            f"gives head_dim={hidden // heads} (hidden_size={hidden} / heads), which must be even for RoPE", file=file)
+    experts = values.get("num_experts", 0)
+    if experts:
+        k = values.get("num_experts_per_tok", 2)
+        require(k <= experts, "num_experts_per_tok", k, f"must be in [1, num_experts={experts}]", file=file)
+        require(not values.get("scan_layers", False), "scan_layers", True,
+                "but mixture-of-experts layers run as a LayerList; set scan_layers=False", file=file)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,26 +115,9 @@ class LlamaConfig:
     router_aux_loss_coef: float = 0.01
 
     def __post_init__(self):
-        if self.num_experts:
-            if not 1 <= self.num_experts_per_tok <= self.num_experts:
-                raise ValueError(f"LlamaConfig: num_experts_per_tok={self.num_experts_per_tok} must be in "
-                                 f"[1, num_experts={self.num_experts}]")
-            if self.scan_layers:
-                raise ValueError("LlamaConfig: mixture-of-experts layers run as a LayerList; set scan_layers=False")
-        if self.model_type not in MODEL_TYPES:
-            raise ValueError(f"LlamaConfig: model_type must be one of {MODEL_TYPES}; got {self.model_type!r}")
-        if self.sliding_window is not None and (not isinstance(self.sliding_window, int) or self.sliding_window < 1):
-            raise ValueError(f"LlamaConfig: sliding_window must be a positive int or None; got {self.sliding_window!r}")
+        check_config(dataclasses.asdict(self), file="LlamaConfig")
         if self.num_key_value_heads is None:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"LlamaConfig: hidden_size={self.hidden_size} must be divisible by "
-                             f"num_attention_heads={self.num_attention_heads}")
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"LlamaConfig: num_attention_heads={self.num_attention_heads} must be a multiple of "
-                             f"num_key_value_heads={self.num_key_value_heads}")
-        if (self.hidden_size // self.num_attention_heads) % 2:
-            raise ValueError(f"LlamaConfig: head_dim={self.hidden_size // self.num_attention_heads} must be even for RoPE")
 
     @property
     def head_dim(self) -> int:

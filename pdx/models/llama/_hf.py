@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import glob
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -67,40 +67,35 @@ def _stack_layers(state: dict) -> dict:
 
 
 def load_hf_safetensors(model, path: str, *, name_map: Callable[[str], str | None] | None = None, strict: bool = True):
-    """Load Hugging Face LLaMA `*.safetensors` (a file or a directory of shards) into `model`.
+    """Load Hugging Face LLaMA weights (a `.safetensors` file or a directory) into `model`.
+
+    A directory holds `model.safetensors`, shards listed by
+    `model.safetensors.index.json` (paths inside the directory, each tensor
+    in exactly one shard), or `*.safetensors` files (each tensor once): the
+    rules of `pdx.models.from_pretrained`, which reads the same way.
 
     Args:
       model: a `LlamaForCausalLM` whose config matches the checkpoint (with
         `scan_layers=True` the per-layer tensors are stacked, see `hf_to_pdx`).
-      path: a `.safetensors` file or a directory holding `*.safetensors` shards.
+      path: a `.safetensors` file or a Hugging Face model directory.
       name_map: see `hf_to_pdx`.
-      strict: raise when a parameter is missing or a tensor is left over.
+      strict: raise (ConfigError) when a parameter is missing, a tensor is left over or has another
+        shape; with strict=False those are skipped (never loaded) and named in a warning.
 
     Returns:
       (missing_keys, unexpected_keys).
 
     Example: `load_hf_safetensors(LlamaForCausalLM(cfg), "/models/llama-2-7b")`.
     """
-    from pdx.checkpoint import load_safetensors  # the checked reader: regular files, ranges, header limits
+    from pdx.models import _weights
+    from pdx.models._zoo import load_checked
 
-    if os.path.isdir(path):
-        files = sorted(glob.glob(os.path.join(path, "*.safetensors")))
-        if not files:
-            raise FileNotFoundError(f"load_hf_safetensors: no *.safetensors files in {path!r}")
-    elif os.path.isfile(path):
-        files = [path]
-    else:
+    if not os.path.exists(path):
         raise FileNotFoundError(f"load_hf_safetensors: {path!r} is neither a .safetensors file nor a directory")
-    state = {}
-    for f in files:
-        state.update(load_safetensors(f))
+    weights = _weights.locate(path)
     stacked = bool(getattr(getattr(model, "config", None), "scan_layers", False))
-    missing, unexpected = model.set_state_dict(hf_to_pdx(state, name_map=name_map, stack_layers=stacked))
-    if strict and (missing or unexpected):
-        raise ValueError(f"load_hf_safetensors: the checkpoint does not match the model: missing {missing[:8]}, "
-                         f"unexpected {unexpected[:8]}; check the config (layers, tie_word_embeddings) or pass "
-                         "name_map= / strict=False")
-    return missing, unexpected
+    state = hf_to_pdx(_weights.read(weights), name_map=name_map, stack_layers=stacked)
+    return load_checked(model, state, strict=strict, where=weights.where(), what="load_hf_safetensors")
 
 
 # -- export ----------------------------------------------------------------------------------------
@@ -154,13 +149,48 @@ def hf_config(config) -> dict:
     return out
 
 
-def config_from_hf(hf: Mapping, **overrides):
-    """A LlamaConfig from a Hugging Face config.json dict (LLaMA, Qwen2 or Mistral)."""
+_HF_REQUIRED = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+
+
+def check_hf_config(hf: Mapping, *, file: str | None = None) -> None:
+    """Validate a Hugging Face LLaMA / Qwen2 / Mistral config.json dict before anything is built.
+
+    Types and ranges are `LlamaConfig.SCHEMA`'s (required: the five size
+    fields); Hugging Face fields pdx cannot honour are refused rather than
+    ignored: a `head_dim` other than hidden_size / heads, a `hidden_act` other
+    than silu, any `rope_scaling`.
+
+    Raises:
+      ConfigError: naming `file`, the field, its value and what is allowed.
+    """
+    from pdx._config_check import Field, check, fail, require
+    from pdx.models.llama._config import SCHEMA, check_config
+
+    check(hf, {"model_type": Field("str", choices=tuple(_ARCHITECTURES))}, file=file)
+    hf_only = {"use_sliding_window": Field("bool", optional=True), "hidden_act": Field("str", choices=("silu",)),
+               "head_dim": Field("int", lo=1, hi=SCHEMA["hidden_size"].hi, optional=True),
+               "sliding_window": Field("int", lo=1, hi=SCHEMA["sliding_window"].hi, optional=True)}
+    schema = {**SCHEMA, **hf_only, **{name: dataclasses.replace(SCHEMA[name], required=True) for name in _HF_REQUIRED}}
+    check(hf, schema, file=file)
+    if hf.get("rope_scaling") is not None:
+        fail("rope_scaling", hf["rope_scaling"], "null (pdx's RoPE has no scaling)", file=file)
+    check_config({k: hf[k] for k in SCHEMA if k in hf and k != "sliding_window"}, file=file)
+    if hf.get("head_dim") is not None:
+        natural = hf["hidden_size"] // hf["num_attention_heads"]
+        require(hf["head_dim"] == natural, "head_dim", hf["head_dim"],
+                f"must be hidden_size / num_attention_heads = {natural} (or null): pdx's attention derives it",
+                file=file)
+
+
+def config_from_hf(hf: Mapping, *, file: str | None = None, **overrides):
+    """A LlamaConfig from a Hugging Face config.json dict (LLaMA, Qwen2 or Mistral).
+
+    `hf` is validated first (`check_hf_config`); `file` names it in errors.
+    """
     from pdx.models.llama._config import LlamaConfig
 
+    check_hf_config({**hf, **overrides}, file=file)
     model_type = hf.get("model_type", "llama")
-    if model_type not in _ARCHITECTURES:
-        raise ValueError(f"config_from_hf: model_type {model_type!r} is not one of {sorted(_ARCHITECTURES)}")
     window = hf.get("sliding_window") if (model_type == "mistral" or hf.get("use_sliding_window")) else None
     fields = dict(vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"], intermediate_size=hf["intermediate_size"],
                   num_hidden_layers=hf["num_hidden_layers"], num_attention_heads=hf["num_attention_heads"],
@@ -168,7 +198,7 @@ def config_from_hf(hf: Mapping, **overrides):
                   max_position_embeddings=hf.get("max_position_embeddings", 2048),
                   rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=hf.get("rope_theta", 10000.0),
                   tie_word_embeddings=hf.get("tie_word_embeddings", False),
-                  attention_bias=True if model_type == "qwen2" else bool(hf.get("attention_bias", False)),
+                  attention_bias=True if model_type == "qwen2" else hf.get("attention_bias", False),
                   sliding_window=window, model_type=model_type)
     return LlamaConfig(**{**fields, **overrides})
 
