@@ -31,6 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="--llm: requests decoded together, the KV cache's rows (default %(default)s)")
     parser.add_argument("--max-len", type=int, default=256,
                         help="--llm: context length per request, prompt + generated tokens (default %(default)s)")
+    parser.add_argument("--max-n", type=int, default=8,
+                        help="--llm: the most choices (n) one request may ask for (default %(default)s)")
     parser.add_argument("--tokenizer", default=None, metavar="DIR",
                         help="tokenize on the server: DIR holds a tokenizer.json that pads to a fixed length; "
                              "the artifact's one input (token ids) then also accepts strings: "
@@ -84,12 +86,14 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             serve_llm(args.artifact, host=args.host, port=args.port, log_level=args.log_level, name=args.name,
-                      max_slots=args.max_slots, max_len=args.max_len, max_queue=args.max_queue,
+                      max_slots=args.max_slots, max_len=args.max_len, max_queue=args.max_queue, max_n=args.max_n,
                       max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
                       max_json_depth=args.max_json_depth, header_timeout_s=args.header_timeout_s,
                       keep_alive_s=args.keep_alive_s, graceful_timeout_s=args.graceful_timeout_s)
         except ValueError as e:
             return _fail(str(e), 2)
+        except RuntimeError as e:
+            return _fail(str(e), 1)
         return 0
     options = dict(name=args.name, runtime=args.runtime, max_batch_size=args.max_batch_size,
                    batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
