@@ -21,6 +21,11 @@ type, so ported code calls them eagerly and under `jax.jit` / `pdx.jit`,
   overridden: those names are listed in `differences()` (`dot`, `repeat`,
   `shape`, `size()`, `nonzero()`, `std()`/`var()` defaults, `real`/`imag`,
   `device`).
+* **Integer indices are bounds-checked.** `x[5]` on a 3-element axis raises
+  Paddle's IndexError instead of JAX's clamped read (a Python or numpy int,
+  or a concrete 0-d integer array; traced indices and integer-array indices
+  keep JAX's rules). Slices clamp, as in both. A list index (`x[[0, 2]]`) is
+  an integer array index, as in Paddle (JAX refuses a bare list).
 * **In-place methods raise.** Every `paddle.Tensor` method ending in `_`
   (`add_`, `zero_`, `uniform_`, ...) and `set_value` raise a TypeError naming
   the functional form (`x = x.add(y)`). `x[i] = v` raises JAX's own TypeError,
@@ -858,6 +863,64 @@ def _plan(pdx) -> dict[str, tuple[str, Any]]:
     return plan
 
 
+def _index_items(index) -> tuple:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _consumes(item) -> int:
+    """How many axes of the indexed array an index item stands for (-1: unknown, stop checking)."""
+    if item is None:
+        return 0
+    if isinstance(item, (slice, int, np.integer)) and not isinstance(item, bool):
+        return 1
+    if isinstance(item, (jax.Array, np.ndarray)) and not isinstance(item, jax.core.Tracer):
+        return item.ndim if item.dtype == bool else 1
+    return -1
+
+
+def check_index(shape: tuple, index) -> None:
+    """Raise Paddle's IndexError for a concrete integer index outside its axis (`x[5]` on size 3)."""
+    items = _index_items(index)
+    axis = 0
+    for position, item in enumerate(items):
+        if item is Ellipsis:
+            rest = [_consumes(i) for i in items[position + 1:] if i is not Ellipsis]
+            if any(n < 0 for n in rest):
+                return
+            axis = len(shape) - sum(rest)
+            continue
+        n = _consumes(item)
+        if n < 0:
+            return
+        if n == 1 and axis < len(shape) and not isinstance(item, slice) and np.ndim(item) == 0 \
+                and (isinstance(item, (int, np.integer)) or jnp.issubdtype(item.dtype, jnp.integer)):
+            value, size = int(item), shape[axis]
+            if not -size <= value < size:
+                raise IndexError(f"index {value} is out of bounds for axis {axis} with size {size}: it should be "
+                                 f"in the range of [{-size}, {size}) (Paddle's rule; JAX would clamp it)")
+        axis += n
+
+
+def _bounds_checked_getitem(original: Callable) -> Callable:
+    def __getitem__(self, index, /):
+        if isinstance(index, list):  # Paddle's x[[0, 2]]: a list index is an integer (or bool) array index
+            index = np.asarray(index)
+        check_index(self.shape, index)
+        return original(self, index)
+
+    __getitem__.pdx_original = original
+    return __getitem__
+
+
+def _install_index_check() -> None:
+    for cls in _array_classes():
+        current = cls.__dict__.get("__getitem__")
+        if current is None or getattr(current, "pdx_original", None) is not None:
+            continue
+        _JAX_ORIGINAL[(cls, "__getitem__")] = current
+        setattr(cls, "__getitem__", _bounds_checked_getitem(current))
+
+
 def register() -> dict[str, str]:
     """Set Paddle's Tensor methods on JAX's array and tracer types (idempotent).
 
@@ -907,6 +970,7 @@ def register() -> dict[str, str]:
                 continue  # JAX's own attribute: never replaced
             setattr(cls, name, new)
             _INSTALLED[key] = new
+    _install_index_check()
     _STATUS.clear()
     _STATUS.update({name: status for name, (status, _) in plan.items()
                     if any(_INSTALLED.get((cls, name)) is not None for cls in _array_classes())})

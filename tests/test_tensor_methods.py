@@ -569,3 +569,24 @@ def test_unbound_methods_match_bound_and_paddle(paddle):
     np.testing.assert_array_equal(jax.jit(lambda t: pdx.Tensor.rot90(t))(x), np.rot90(X))
     with pytest.raises(TypeError, match="pass the tensor first"):
         pdx.Tensor.diff(n=1)
+
+
+def test_indexing_matches_paddle_bounds_and_list_forms(paddle):
+    """Integer indices out of range raise IndexError as in Paddle (JAX clamps); list indices are array indices."""
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    ours, theirs = pdx.to_tensor(x), paddle.to_tensor(x)
+    good = ["t[1]", "t[-2]", "t[1, 2]", "t[..., 3]", "t[..., -4]", "t[None, 1]", "t[:, 2, 1:9]", "t[[0, 1]]",
+            "t[:, [0, 2]]", "t[[True, False]]", "t[[[0, 1], [1, 0]]]", "t[[0, 1], 2]", "t[np.int64(1)]",
+            "t[0, ..., 1]", "t[1:5]"]
+    for form in good:
+        np.testing.assert_array_equal(np.asarray(eval(form, {"t": ours, "np": np})),
+                                      eval(form, {"t": theirs, "np": np}).numpy(), err_msg=form)
+    bad = ["t[2]", "t[-3]", "t[0, 3]", "t[..., 4]", "t[None, 2]", "t[0, ..., -5]", "t[i]"]
+    for form in bad:
+        for t, i in ((ours, pdx.to_tensor(2)), (theirs, paddle.to_tensor(2))):
+            with pytest.raises(IndexError):
+                eval(form, {"t": t, "i": i})
+    # the same check at trace time for Python ints; traced indices keep JAX's rules
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 3"):
+        jax.jit(lambda a: a[:, 3])(ours)
+    assert float(jax.jit(lambda a, i: a[0, 0, i])(ours, 1)) == 1.0
