@@ -79,6 +79,7 @@ MODULES: dict[str, str] = {
     "paddle.distributed": "pdx.distributed",
     "paddle.quantization": "pdx.quantization",
     "paddle.text": "pdx.text",
+    "paddle.inference": "pdx.inference",
     "paddle.nn.Layer": "pdx.nn.Layer",
     "paddle.Model": "pdx.Model",
 }
@@ -103,6 +104,8 @@ _INPLACE_REASON = ("in-place: pdx tensors are immutable jax.Arrays; use the func
 
 # The one table of deliberate differences: full paddle name -> why pdx differs.
 DIFFERENCES: dict[str, str] = {
+    "paddle.inference.XpuConfig": "settings of Kunlun XPU devices; pdx runs on JAX's CPU/GPU/TPU backends",
+    "paddle.inference._get_phi_kernel_name": "a lookup in Paddle's own C++ kernel registry; pdx translates ops to JAX",
     "paddle.incubate.nn.functional.fp8_gemm_blockwise": "fp8 / quantization kernel internals of Paddle's GPU training; pdx.quantization has QAT, PTQ and weight-only int8",
     "paddle.incubate.nn.functional.fp8_quant_blockwise": "fp8 / quantization kernel internals of Paddle's GPU training; pdx.quantization has QAT, PTQ and weight-only int8",
     "paddle.incubate.nn.functional.fused_act_dequant": "fp8 / quantization kernel internals of Paddle's GPU training; pdx.quantization has QAT, PTQ and weight-only int8",

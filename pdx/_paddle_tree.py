@@ -109,7 +109,7 @@ SHADOWED: frozenset[str] = frozenset({
 # Paths whose names live somewhere other than their nearest real pdx ancestor (the first source that has a name wins).
 SOURCES: dict[str, tuple[str, ...]] = {
     "audio.functional.window": ("pdx.audio.functional", "pdx"),
-    "base.core": ("pdx.device", "pdx", "pdx.distributed"),
+    "base.core": ("pdx.device", "pdx", "pdx.distributed", "pdx.inference"),
     "base.framework": ("pdx", "pdx.utils"),
     "cuda": ("pdx.device.cuda", "pdx.device"),
     "functional": ("pdx.autograd", "pdx", "pdx.linalg"),
@@ -200,7 +200,9 @@ EXCLUDED: dict[str, str] = {
     "quantization.imperative": "Paddle's legacy imperative quantization; pdx.quantization has QAT and PTQ",
     "incubate.": "pdx.incubate, pdx.incubate.nn(.functional), .optimizer and .jit hold Paddle's incubate names; "
                  "its other experimental submodules (autograd, distributed, cc, ...) are not mirrored",
-    "inference": "Paddle Inference's C++ predictor over saved static-graph programs",
+    "inference.contrib": "copy_tensor between Paddle Inference's C++ tensors (pdx handles hold arrays)",
+    "inference.wrapper": "the glue that adds copy_from_cpu / share_external_data to Paddle's C++ classes; "
+                         "pdx.inference defines them on its own classes",
     "onnx": "Paddle's ONNX export through paddle2onnx over static-graph programs",
 }
 
