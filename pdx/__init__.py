@@ -30,8 +30,8 @@ _paddle_tree.install()  # `import pdx.nn.layer.conv`, `pdx.tensor.math`: Paddle'
 # and `from pdx import *` import what they name.
 _SUBPACKAGES = frozenset({
     "amp", "audio", "autograd", "callbacks", "checkpoint", "device", "distributed", "distribution", "export",
-    "fft", "geometric", "hapi", "hub", "incubate", "inference", "io", "jit", "kernels", "linalg", "metric", "models", "nn",
-    "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static", "text",
+    "fft", "geometric", "hapi", "hub", "incubate", "inference", "io", "jit", "kernels", "linalg", "metric", "models",
+    "nn", "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static", "text",
     "train", "utils", "vision",
 })
 
