@@ -534,3 +534,91 @@ def test_hung_model_call_marks_not_ready_and_sigterm_still_exits(model, tmp_path
     print(f"\nSIGTERM with a hung model call: exit {code} after {elapsed:.2f} s")
     assert code == 0 and elapsed < 10
     assert "Traceback" not in srv.output, srv.output
+
+
+# --------------------------------------------------------------------------- raw strings (--tokenizer)
+
+
+class _Classifier:
+    """An artifact-like predictor over (batch, 8) token ids: a table lookup (NaN past the table, as an
+    unchecked gather gives), 0.1 s per call when a row starts with SLOW_ID; counts its calls."""
+
+    SLOW_ID, VOCAB = 5, 300
+    name, output_names = "cls", ("logits",)
+    input_specs = (InputSpec([None, 8], "int32", "ids"),)
+
+    def __init__(self):
+        self.table = np.random.default_rng(0).standard_normal((self.VOCAB, 4)).astype(np.float32)
+        self.calls = 0
+
+    def check_inputs(self, ids):
+        ids = np.asarray(ids)
+        if ids.ndim != 2 or ids.shape[1] != 8 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"ids must be (batch, 8) integers, got {ids.shape} {ids.dtype}")
+        return [ids.astype(np.int32)]
+
+    def __call__(self, ids):
+        self.calls += 1
+        if (ids[:, 0] == self.SLOW_ID).any():
+            time.sleep(0.1)
+        inside = (ids >= 0) & (ids < self.VOCAB)
+        rows = self.table[np.clip(ids, 0, self.VOCAB - 1)].sum(1)
+        return np.where(inside.all(1, keepdims=True), rows, np.nan).astype(np.float32)
+
+
+def test_raw_strings_are_budgeted_ids_checked_and_abandoned_batches_stop():
+    import httpx
+    import uvicorn
+
+    from pdx import text
+    from pdx.export import create_app
+    from pdx.export._text import TextPredictor
+
+    tok = text.train_bpe(text.bundled_corpus()[:20], vocab_size=_Classifier.VOCAB)
+    tok._backend.enable_padding(length=8, pad_id=3, pad_token="<pad>")
+    tok._backend.enable_truncation(8)
+    model = _Classifier()
+    with pytest.raises(ValueError, match="320 ids but the model's vocabulary has 300"):
+        TextPredictor(model, text.train_bpe(text.bundled_corpus()[:20], vocab_size=320), vocab_size=300)
+    app = create_app(TextPredictor(model, tok, max_texts=1000, max_text_bytes=4096), max_batch_size=16,
+                     max_body_bytes=32 << 20, timeout_s=1.0, max_request_rows=5000)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/models/cls:predict"
+    try:
+        Client(url.split("/v1/")[0]).wait_ready(60)
+        with httpx.Client(timeout=30) as client:
+            ok = client.post(url, json={"inputs": [["a short text", "another"]]})
+            assert ok.status_code == 200 and np.isfinite(ok.json()["outputs"]["logits"]).all(), ok.text
+
+            def post(raw: bytes):
+                return client.post(url, content=raw, headers={"content-type": "application/json"})
+
+            start = time.perf_counter()
+            huge = post(json.dumps({"inputs": [["x" * (10 << 20)]]}).encode())  # 10 MiB: refused untokenized
+            many = post(b'{"inputs": [[' + b",".join([b'""'] * 1_000_000) + b"]]}")  # a million empty strings
+            took = time.perf_counter() - start
+            assert huge.status_code == 413 and "4096 bytes" in huge.json()["error"], huge.text
+            assert many.status_code == 413 and "1000000 rows" in many.json()["error"], many.text
+            assert took < 5.0, took
+            for ids, needle in (([[1] * 7 + [300]], "token id 300"), ([[1] * 7 + [-2]], "token id -2")):
+                r = client.post(url, json={"inputs": [ids]})
+                assert r.status_code == 400 and needle in r.json()["error"] and "300" in r.json()["error"], r.text
+            r = post(b'{"inputs": [["fine", "\\ud800"]]}')
+            assert r.status_code == 400 and "Unicode" in r.json()["error"], r.text
+
+            # 960 slow rows: 504 after timeout_s, and the worker stops at its next chunk (not 60 chunks later)
+            calls = model.calls
+            start = time.perf_counter()
+            slow = client.post(url, json={"inputs": [[[_Classifier.SLOW_ID] * 8] * 960]})
+            assert slow.status_code == 504, slow.text
+            small = client.post(url, json={"inputs": [["quick"]]})
+            waited = time.perf_counter() - start
+            assert small.status_code == 200 and waited < 2.5, (small.status_code, waited)
+            assert model.calls - calls < 30, model.calls - calls
+    finally:
+        server.should_exit = True
+        thread.join(10)
