@@ -356,7 +356,7 @@ def load_checked(model, state: Mapping[str, np.ndarray], *, strict: bool, where:
     if strict and mismatched:
         key, (disk, want) = next(iter(sorted(mismatched.items())))
         raise ConfigError(key, disk, f"shape {want}, the one the config implies", file=where,
-                          why=f"has shape {disk} ({len(mismatched)} tensor(s) disagree with the config)")
+                          why=f"on disk ({len(mismatched)} tensor(s) disagree with the config)")
     if strict and (missing or unexpected):
         raise ConfigError(None, None, None, file=where,
                           why=f"does not match the model: missing {missing[:5]}{'...' if len(missing) > 5 else ''}, "
