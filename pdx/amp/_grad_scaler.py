@@ -45,6 +45,7 @@ class _EagerState(NamedTuple):
 
     state: LossScaleState
     found_inf: bool | None  # None: no step since the last update
+    unscaled: int | None = None  # id() of the optimizer whose gradients `unscale_` already unscaled
 
 
 _NEEDS_GRADS = (
@@ -151,22 +152,48 @@ class GradScaler:
         return jax.tree.map(lambda g: g.astype(jnp.float32) * inv, grads)
 
     # -- Paddle's eager form: the state lives in the scaler -----------------------------------
-    def _state(self) -> LossScaleState:
+    def _eager_state(self) -> _EagerState:
         eager = self.__dict__.get("_eager")
         if eager is None:
             eager = _EagerState(self.init(), None)
             object.__setattr__(self, "_eager", eager)
-        return eager.state
+        return eager
+
+    def _state(self) -> LossScaleState:
+        return self._eager_state().state
 
     def _set(self, state: LossScaleState, found_inf) -> None:
         object.__setattr__(self, "_eager", _EagerState(state, found_inf))
 
+    def unscale_(self, optimizer, grads=None):
+        """Paddle's `scaler.unscale_(optimizer)` (unscale before clipping): returns `grads`
+        unscaled, and the next `step(optimizer, grads)` of this optimizer takes them as they
+        are (no second unscale) until `update()`. Eager only.
+
+        Example:
+          >>> import pdx, jax.numpy as jnp
+          >>> scaler = pdx.amp.GradScaler(init_loss_scaling=8.0)
+          >>> float(scaler.unscale_(None, {"w": jnp.array(16.0)})["w"])
+          2.0
+        """
+        if grads is None or _is_loss(grads):
+            raise TypeError(_NEEDS_GRADS.format(call="scaler.unscale_(optimizer)"))
+        eager = self._eager_state()
+        if eager.unscaled == id(optimizer):
+            raise RuntimeError("GradScaler.unscale_: already called for this optimizer since the last "
+                               "update(); call scaler.update() after scaler.step(optimizer, grads)")
+        unscaled = self.unscale(grads)
+        object.__setattr__(self, "_eager", eager._replace(unscaled=id(optimizer)))
+        return unscaled
+
     def step(self, optimizer, grads=None) -> None:
         """Paddle's `scaler.step(optimizer)`: unscale `grads` (the gradients of the scaled
-        loss) and call `optimizer.step(unscaled)` unless one of them is inf/nan. Eager only."""
+        loss; as they are after `unscale_(optimizer, grads)`) and call
+        `optimizer.step(unscaled)` unless one of them is inf/nan. Eager only."""
         if grads is None or _is_loss(grads):
             raise TypeError(_NEEDS_GRADS.format(call="scaler.step(optimizer)"))
-        unscaled = self.unscale(grads)
+        done = self._eager_state().unscaled == id(optimizer)
+        unscaled = grads if done else self.unscale(grads)
         finite = self.all_finite(unscaled)
         if isinstance(finite, jax.core.Tracer):
             raise TypeError("GradScaler.step: under a trace use the pure form: `grads = "
@@ -246,6 +273,45 @@ class GradScaler:
     def is_enable(self) -> bool:
         """Paddle's name: whether loss scaling is on."""
         return self.enable
+
+    # -- Paddle's getters and setters (eager configuration; a TrainState keeps the scaler it got) --
+    def _configure(self, name: str, value) -> None:
+        fields = {f: getattr(self, f) for f in ("enable", "init_loss_scaling", "incr_ratio", "decr_ratio",
+                                                 "incr_every_n_steps", "decr_every_n_nan_or_inf",
+                                                 "use_dynamic_loss_scaling")}
+        checked = GradScaler(**{**fields, name: value})  # the constructor's checks and conversions
+        object.__setattr__(self, name, getattr(checked, name))
+
+    def set_init_loss_scaling(self, new_init_loss_scaling) -> None:
+        """Paddle's setter: a new starting scale, which also becomes the current scale."""
+        self._configure("init_loss_scaling", new_init_loss_scaling)
+        st = self._state()
+        self._set(st._replace(scale=jnp.asarray(self.init_loss_scaling if self.enable else 1.0, jnp.float32)),
+                  None)
+
+    def get_incr_ratio(self) -> float:
+        return self.incr_ratio
+
+    def set_incr_ratio(self, new_incr_ratio) -> None:
+        self._configure("incr_ratio", new_incr_ratio)
+
+    def get_decr_ratio(self) -> float:
+        return self.decr_ratio
+
+    def set_decr_ratio(self, new_decr_ratio) -> None:
+        self._configure("decr_ratio", new_decr_ratio)
+
+    def get_incr_every_n_steps(self) -> int:
+        return self.incr_every_n_steps
+
+    def set_incr_every_n_steps(self, new_incr_every_n_steps) -> None:
+        self._configure("incr_every_n_steps", new_incr_every_n_steps)
+
+    def get_decr_every_n_nan_or_inf(self) -> int:
+        return self.decr_every_n_nan_or_inf
+
+    def set_decr_every_n_nan_or_inf(self, new_decr_every_n_nan_or_inf) -> None:
+        self._configure("decr_every_n_nan_or_inf", new_decr_every_n_nan_or_inf)
 
     def is_use_dynamic_loss_scaling(self) -> bool:
         """Paddle's name: whether the scale adapts."""

@@ -8,6 +8,7 @@ rule), one of them with an inf gradient (skipped), and must agree on the weights
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -109,3 +110,38 @@ def test_paddle_calls_without_gradients_name_the_pdx_form():
     state = scaler.init()
     assert float(scaler.scale(jnp.ones(()), state)) == 65536.0
     assert float(scaler.update(state, jnp.asarray(False)).scale) == 32768.0
+
+
+def test_unscale_then_clip_then_step_and_paddle_setters():
+    """`unscale_(opt, grads)` returns unscaled gradients for clipping; `step` then takes them as they are."""
+    net = pdx.nn.Linear(3, 2)
+    opt = pdx.optimizer.SGD(0.5, parameters=net.parameters())
+    scaler = pdx.amp.GradScaler(init_loss_scaling=64.0)
+    w0 = np.asarray(net.weight)
+    x = jnp.asarray(_batches()[0])
+    _, grads = pdx.value_and_grad(lambda m, x: scaler.scale(m(x).sum()))(net, x)
+    unscaled = scaler.unscale_(opt, grads)
+    g_w = np.tile(np.asarray(x).sum(0)[:, None], (1, 2))  # d(sum(x @ W + b))/dW, independent of W
+    np.testing.assert_allclose(np.asarray(unscaled["weight"]), g_w, rtol=1e-6)
+    clipped = jax.tree.map(lambda v: jnp.clip(v, -1.0, 1.0), unscaled)
+    with pytest.raises(RuntimeError, match="already called"):
+        scaler.unscale_(opt, grads)
+    scaler.step(opt, clipped)
+    scaler.update()
+    np.testing.assert_allclose(np.asarray(net.weight), w0 - 0.5 * np.clip(g_w, -1.0, 1.0), rtol=1e-6, atol=1e-6)
+    # after update() the next step unscales again
+    _, grads = pdx.value_and_grad(lambda m, x: scaler.scale(m(x).sum()))(net, x)
+    w1 = np.asarray(net.weight)
+    scaler.step(opt, grads)
+    scaler.update()
+    np.testing.assert_allclose(np.asarray(net.weight), w1 - 0.5 * g_w, rtol=1e-5, atol=1e-5)
+    # Paddle's getters and setters, checked like the constructor
+    scaler.set_init_loss_scaling(1024.0)
+    assert scaler.get_init_loss_scaling() == 1024.0 and float(scaler.get_loss_scaling()) == 1024.0
+    scaler.set_incr_ratio(3.0), scaler.set_decr_ratio(0.25)
+    scaler.set_incr_every_n_steps(7), scaler.set_decr_every_n_nan_or_inf(2)
+    assert (scaler.get_incr_ratio(), scaler.get_decr_ratio(), scaler.get_incr_every_n_steps(),
+            scaler.get_decr_every_n_nan_or_inf()) == (3.0, 0.25, 7, 2)
+    with pytest.raises(ValueError, match="decr_ratio"):
+        scaler.set_decr_ratio(2.0)
+    assert scaler.get_decr_ratio() == 0.25
