@@ -84,8 +84,8 @@ def _npy_header(f, label: str):
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
         else:
             raise ValueError(f"unsupported .npy version {version}")
-    except (ValueError, OSError, EOFError, SyntaxError) as e:
-        raise ValueError(f"--calib {label}: not a valid .npy array ({e})") from None
+    except Exception as e:  # noqa: BLE001 - numpy's header parser raises many types; all mean a damaged file
+        raise ValueError(f"--calib {label}: not a valid .npy array ({type(e).__name__}: {e})") from None
     if dtype.hasobject or dtype.kind not in "biuf":
         raise ValueError(f"--calib {label}: dtype {dtype} is not numeric (bool, int, uint or float); calibration "
                          "inputs are arrays of numbers")
@@ -113,7 +113,9 @@ def _read_npy(f, label: str, budget: int):
 
 def _load_calibration(path: str, names: list) -> list:
     """The calibration arrays of `path` (.npy: one input; .npz: one array per input name), in input order."""
+    import struct
     import zipfile
+    import zlib
 
     from pdx import _safefile
 
@@ -148,7 +150,8 @@ def _load_calibration(path: str, names: list) -> list:
                     with zf.open(by_name[n]) as member:  # stops at the member's declared size
                         arrays.append(_read_npy(member, f"{path}[{n!r}]", by_name[n].file_size))
                 return arrays
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as e:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, struct.error, EOFError, OSError,
+                NotImplementedError, RuntimeError, UnicodeDecodeError) as e:  # what a damaged archive raises
             raise ValueError(f"--calib {path}: not a valid .npz file ({type(e).__name__}: {e})") from None
 
 

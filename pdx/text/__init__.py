@@ -20,8 +20,8 @@ from pdx.text._data import (
     read_documents,
     tokenize_corpus,
 )
-from pdx.text._eval import load_choice_task, multiple_choice, perplexity
 from pdx.text._errors import TokenizerError
+from pdx.text._eval import load_choice_task, multiple_choice, perplexity
 from pdx.text._template import TemplateBudget, TemplateError, render_chat_template
 from pdx.text._tokenizer import Tokenizer, train_bpe
 from pdx.text._viterbi import ViterbiDecoder, viterbi_decode

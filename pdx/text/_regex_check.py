@@ -106,8 +106,7 @@ def regex_problem(pattern: str) -> str | None:
     # stack of [start index, holds an unbounded repetition]
     stack: list[list] = []
     i, in_class = 0, False
-    inner_unbounded = False  # an unbounded repetition seen at the current level
-    levels = [False]
+    levels = [False]  # per open group: an unbounded repetition seen inside it
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":

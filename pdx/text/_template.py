@@ -86,7 +86,7 @@ class TemplateBudget:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             kind = (int, float) if field.name == "max_seconds" else int
-            if isinstance(value, bool) or not isinstance(value, kind) or not value > 0 or value != value:
+            if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
                 raise ValueError(f"TemplateBudget: {field.name} must be a positive number; got {value!r}")
 
 
@@ -341,7 +341,7 @@ def _environment():
         def call_binop(self, context, operator, left, right):
             return _binop(operator, left, right)
 
-        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's own signature
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: PYI063 - jinja's own signature
             # the sandbox wraps str.format in a function that keeps the bound method as __wrapped__
             owner = getattr(__obj, "__self__", None)
             if owner is None:

@@ -2,12 +2,31 @@
 
 import json
 import os
-import subprocess
-import sys
+import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pdx import text
+
+
+class PeakRSS:
+    """Peak resident memory growth (MB) of this process inside a `with` block (Linux: /proc/self/clear_refs)."""
+
+    def __enter__(self):
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak (VmHWM) to the current RSS
+        self.base = self._read("VmRSS")
+        return self
+
+    def __exit__(self, *exc):
+        self.grown_mb = (self._read("VmHWM") - self.base) / 1024
+
+    @staticmethod
+    def _read(key):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
 
 GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
@@ -54,83 +73,57 @@ def test_backtracking_regexes_are_refused_at_load_and_panics_become_tokenizer_er
         text.Tokenizer.from_file(path)
 
 
-MUTATE = r'''
-import json, random, resource, time
-from hypothesis import given, settings, strategies as st, HealthCheck
-from pdx import text
 
-tok = text.train_bpe(text.bundled_corpus()[:10], vocab_size=300)
-base_json = json.loads(tok._backend.to_str())
-fragments = st.sampled_from(["a", "a+", "(a+)+", "(a|a)*", "\\s+", "\\p{L}+", "[^\\s]", "(?:x|y)*", "|", "(", ")",
+_FRAGMENTS = st.sampled_from(["a", "a+", "(a+)+", "(a|a)*", "\\s+", "\\p{L}+", "[^\\s]", "(?:x|y)*", "|", "(", ")",
                              "{2,}", "*", "?", "\\", "[", "]", "(?!\\S)", ".*", "(?i:'s)"])
-values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 10**12), st.text(max_size=8)),
+_VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 10**12), st.text(max_size=8)),
                       lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=6), c,
                                                                                    max_size=3)), max_leaves=8)
-keys = st.sampled_from(["normalizer", "pre_tokenizer", "decoder", "post_processor", "model", "added_tokens",
+_KEYS = st.sampled_from(["normalizer", "pre_tokenizer", "decoder", "post_processor", "model", "added_tokens",
                         "truncation", "padding", "version"])
 
 @st.composite
-def mutated(draw):
-    d = json.loads(json.dumps(base_json))
+def _mutated(draw, base):
+    d = json.loads(json.dumps(base))
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.integers(0, 3))
         if kind == 0:
-            pattern = "".join(draw(st.lists(fragments, min_size=1, max_size=6)))
+            pattern = "".join(draw(st.lists(_FRAGMENTS, min_size=1, max_size=6)))
             d["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated",
                                   "invert": False}
         elif kind == 1:
-            d[draw(keys)] = draw(values)
+            d[draw(_KEYS)] = draw(_VALUES)
         elif kind == 2 and isinstance(d.get("model"), dict):
-            d["model"][draw(st.sampled_from(["type", "vocab", "merges", "unk_token", "dropout"]))] = draw(values)
+            d["model"][draw(st.sampled_from(["type", "vocab", "merges", "unk_token", "dropout"]))] = draw(_VALUES)
         else:
-            pattern = "".join(draw(st.lists(fragments, min_size=1, max_size=6)))
+            pattern = "".join(draw(st.lists(_FRAGMENTS, min_size=1, max_size=6)))
             d["normalizer"] = {"type": "Replace", "pattern": {"Regex": pattern}, "content": draw(st.text(max_size=3))}
     return d
 
-path = "/tmp/pdx_fuzz_tokenizer_%d.json" % __import__("os").getpid()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-worst = [0.0]
-
-@settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(mutated(), st.text(alphabet="ab xy'\n", max_size=60))
-def fuzz(d, sample):
-    with open(path, "w") as f:
-        json.dump(d, f)
-    start = time.monotonic()
-    try:
-        t = text.Tokenizer.from_file(path)
-        t.encode(sample)
-        t.encode_batch([sample, sample[::-1]])
-    except text.TokenizerError:
-        pass
-    worst[0] = max(worst[0], time.monotonic() - start)
-
-fuzz()
-grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
-print(f"worst {worst[0]:.2f} s, grown {grown:.0f} MB")
-assert worst[0] < 2.0 and grown < 200, (worst[0], grown)
-'''
 
 
-def test_fuzzed_tokenizer_files_give_only_tokenizer_errors():
-    env = {**os.environ, "RUST_BACKTRACE": "0"}
-    out = subprocess.run([sys.executable, "-c", MUTATE.replace("MAX_EXAMPLES", "40")], capture_output=True,
-                         text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
-    assert "worst" in out.stdout
 
 
-LONG_LINE = r'''
-import json, resource, sys
-from pdx import text
+def test_fuzzed_tokenizer_files_give_only_tokenizer_errors(tok_json, tmp_path):
+    path = tmp_path / "tokenizer.json"
+    worst = [0.0]
 
-tok = text.Tokenizer.from_pretrained(sys.argv[1])
-text.tokenize_corpus(iter(["warm up"]), tok, sys.argv[2] + "_warm", num_workers=0)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-made = text.tokenize_corpus(text.iter_documents([sys.argv[3]]), tok, sys.argv[2], num_workers=0)
-grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
-print(json.dumps({"grown_mb": grown, "docs": len(made), "tokens": made.num_tokens}))
-'''
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(_mutated(tok_json), st.text(alphabet="ab xy'\n", max_size=60))
+    def fuzz(d, sample):
+        path.write_text(json.dumps(d))
+        start = time.monotonic()
+        try:
+            t = text.Tokenizer.from_file(path)
+            t.encode(sample)
+            t.encode_batch([sample, sample[::-1]])
+        except text.TokenizerError:
+            pass
+        worst[0] = max(worst[0], time.monotonic() - start)
+
+    with PeakRSS() as rss:
+        fuzz()
+    assert worst[0] < 2.0 and rss.grown_mb < 200, (worst[0], rss.grown_mb)
 
 
 def test_a_long_line_is_tokenized_in_pieces_with_bounded_memory(tmp_path):
@@ -140,11 +133,10 @@ def test_a_long_line_is_tokenized_in_pieces_with_bounded_memory(tmp_path):
     line = " ".join(words[i % len(words)] for i in range(150_000))[: 1 << 20]  # one 1 MiB document
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"text": d}) for d in ["first", line, "last one"]) + "\n")
-    out = subprocess.run([sys.executable, "-c", LONG_LINE, str(tmp_path / "tok"), str(tmp_path / "data"),
-                          str(corpus)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    stats = json.loads(out.stdout.strip().splitlines()[-1])
-    assert stats["docs"] == 3 and stats["grown_mb"] < 200, stats
+    text.tokenize_corpus(iter(["warm up"]), tok, tmp_path / "warm", num_workers=0)
+    with PeakRSS() as rss:
+        made = text.tokenize_corpus(text.iter_documents([corpus]), tok, tmp_path / "data", num_workers=0)
+    assert len(made) == 3 and rss.grown_mb < 200, rss.grown_mb
     made = text.TokenFile(tmp_path / "data")
     # byte-level BPE round-trips exactly, so the pieces decode back to the whole line
     ids = made[1].tolist()
