@@ -558,7 +558,8 @@ class _LLMService:
             return list(prompt[1])
         if kind == "text":
             return self.tokenizer.encode(prompt[1])
-        return self.tokenizer.apply_chat_template(prompt[1], add_generation_prompt=True, tools=prompt[2])
+        extra = {} if prompt[2] is None else {"tools": prompt[2]}
+        return self.tokenizer.apply_chat_template(prompt[1], add_generation_prompt=True, **extra)
 
     def _reserve(self, ticket: _Ticket, n: int) -> None:
         if self.outstanding + n > self.capacity:
