@@ -316,3 +316,35 @@ def test_sigterm_answers_queued_requests_503_and_exits_within_the_grace_period(s
         if route == "/v1/chat/completions" or status == 503 and "not started" in body["error"]["message"]:
             assert at - start < 0.5, (route, at - start)  # queued and rendering: answered at once
     assert "Traceback" not in server.output()
+
+
+def test_metrics_count_uncaught_500s_and_stop_tails_are_held_back():
+    """In process: the counting wrapper sees the 500 Starlette answers for an uncaught error; `_held`
+    keeps exactly the tail that may begin a stop string."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from pdx.export._llm_server import _CountingApp, _held, _Metrics
+
+    async def boom(request):
+        raise RuntimeError("a bug")
+
+    async def fine(request):
+        return PlainTextResponse("ok")
+
+    metrics = _Metrics()
+    app = _CountingApp(Starlette(routes=[Route("/v1/completions", boom, methods=["POST"]),
+                                         Route("/health/live", fine)]), metrics)
+
+    async def calls():
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return [(await client.post("/v1/completions")).status_code, (await client.get("/health/live")).status_code,
+                    (await client.get("/nowhere")).status_code]
+
+    assert asyncio.run(calls()) == [500, 200, 404]
+    assert metrics.requests == {("completions", 500): 1, ("health", 200): 1, ("other", 404): 1}
+    for text_, stops, held in (("abc", ("cd",), 1), ("abc", ("bcd",), 2), ("abc", ("xyz",), 0),
+                               ("abc", ("c", "bcx"), 2), ("", ("ab",), 0), ("aaa", ("aab",), 2)):
+        assert _held(text_, stops) == held, (text_, stops)
