@@ -31,8 +31,8 @@ _paddle_tree.install()  # `import pdx.nn.layer.conv`, `pdx.tensor.math`: Paddle'
 _SUBPACKAGES = frozenset({
     "amp", "audio", "autograd", "callbacks", "checkpoint", "device", "distributed", "distribution", "export",
     "fft", "geometric", "hapi", "hub", "incubate", "inference", "io", "jit", "kernels", "linalg", "metric", "models",
-    "nn", "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static", "text",
-    "train", "utils", "vision",
+    "nn", "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static",
+    "text", "train", "utils", "vision",
 })
 
 # Top-level names that live in a subpackage: name -> the module defining it.

@@ -13,7 +13,7 @@ Example:
 """
 
 from pdx.inference._layer import PaddleTranslatedLayer
-from pdx.inference._program_file import ModelFormatError
+from pdx.inference._mixed_precision import convert_to_mixed_precision
 from pdx.inference._predictor import (
     Config,
     DataType,
@@ -28,6 +28,7 @@ from pdx.inference._predictor import (
     get_trt_runtime_version,
     get_version,
 )
+from pdx.inference._program_file import ModelFormatError
 from pdx.inference._translate import PaddleProgram, is_paddle_model
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "Predictor",
     "PredictorPool",
     "Tensor",
+    "convert_to_mixed_precision",
     "create_predictor",
     "get_num_bytes_of_data_type",
     "get_trt_compile_version",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import os
 import threading
-import warnings
 from pathlib import Path
 
 import jax
@@ -13,7 +12,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.inference._layer import as_input
-from pdx.inference._program_file import ModelFormatError
 from pdx.inference._translate import PaddleProgram, find_model_files
 
 __all__ = ["Config", "DataType", "PlaceType", "PrecisionType", "Predictor", "PredictorPool", "Tensor",
@@ -395,7 +393,7 @@ class Predictor:
             raise TypeError(f"run(inputs): inputs must be a list of arrays, got {type(inputs).__name__}")
         return list(self._engine.run(list(inputs)))
 
-    def clone(self, stream=None) -> "Predictor":
+    def clone(self, stream=None) -> Predictor:
         """A predictor sharing this one's weights and compiled program, with its own handles."""
         return Predictor(self._config, self._engine)
 

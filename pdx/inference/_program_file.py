@@ -28,8 +28,18 @@ import numpy as np
 
 from pdx import _safefile
 
-__all__ = ["ModelFormatError", "Program", "Op", "Param", "Feed", "Fetch", "read_program", "read_params",
-           "MAX_PROGRAM_BYTES", "MAX_PARAMS_BYTES"]
+__all__ = [
+    "MAX_PARAMS_BYTES",
+    "MAX_PROGRAM_BYTES",
+    "Feed",
+    "Fetch",
+    "ModelFormatError",
+    "Op",
+    "Param",
+    "Program",
+    "read_params",
+    "read_program",
+]
 
 MAX_PROGRAM_BYTES = 512 << 20
 MAX_PARAMS_BYTES = 16 << 30

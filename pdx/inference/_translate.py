@@ -9,7 +9,12 @@ import jax
 import numpy as np
 
 from pdx.inference._ops import OPS, is_static
-from pdx.inference._program_file import ModelFormatError, Program, read_params, read_program
+from pdx.inference._program_file import (
+    ModelFormatError,
+    Program,
+    read_params,
+    read_program,
+)
 
 __all__ = ["PaddleProgram", "find_model_files", "is_paddle_model"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,28 @@ def _cnn(paddle):
                          nn.AdaptiveAvgPool2D(1), nn.Flatten(), nn.Linear(8, 5))
 
 
+def _sgd_steps(net, x, labels, *, steps, lr):
+    """SGD on the imported program's nnx.Params (batch-norm statistics are Buffers); the losses, net updated."""
+    graphdef, params, rest = nnx.split(net, nnx.Param, ...)
+    y = jnp.asarray(labels, jnp.int32)
+
+    def loss_fn(p):
+        logits = nnx.merge(graphdef, p, rest)(x)
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    @jax.jit
+    def step(params):
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        return jax.tree.map(lambda p, g: p - lr * g, params, grads), loss
+
+    losses = []
+    for _ in range(steps):
+        params, loss = step(params)
+        losses.append(float(loss))
+    nnx.update(net, params)
+    return losses
+
+
 def test_finetune_steps_equal_paddle_dygraph(paddle, tmp_path, text_models):
     """SGD on the imported program equals SGD on the same Paddle layer (eval-mode batch norm), step by step."""
     from paddle.static import InputSpec
@@ -78,25 +100,9 @@ def test_finetune_steps_equal_paddle_dygraph(paddle, tmp_path, text_models):
             opt.step()
             opt.clear_grad()
             paddle_losses.append(float(loss))
-        # pdx: the same steps on the imported program's nnx.Params (batch-norm statistics are Buffers)
-        graphdef, params, rest = nnx.split(net, nnx.Param, ...)
-        y = jnp.asarray(labels, jnp.int32)
-
-        @jax.jit
-        def step(params):
-            def loss_fn(p):
-                logits = nnx.merge(graphdef, p, rest)(x)
-                return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
-            loss, grads = jax.value_and_grad(loss_fn)(params)
-            return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads), loss
-
-        pdx_losses = []
-        for _ in range(3):
-            params, loss = step(params)
-            pdx_losses.append(float(loss))
+        pdx_losses = _sgd_steps(net, x, labels, steps=3, lr=0.1)
         np.testing.assert_allclose(pdx_losses, paddle_losses, atol=1e-4, err_msg=name)
         assert pdx_losses[-1] < pdx_losses[0], name
-        nnx.update(net, params)
         got = net.state_dict()
         for p in layer.parameters():
             np.testing.assert_allclose(np.asarray(got[p.name]), p.numpy(), atol=1e-4, err_msg=f"{name} {p.name}")
@@ -114,8 +120,8 @@ config.switch_ir_optim(True)
 predictor = paddle_infer.create_predictor(config)
 input_names = predictor.get_input_names()
 input_handle = predictor.get_input_handle(input_names[0])
-fake_input = np.random.RandomState(0).randint(0, 100, (3, 9)).astype("int64")
-input_handle.reshape([3, 9])
+fake_input = np.load("{inp}")
+input_handle.reshape(list(fake_input.shape))
 input_handle.copy_from_cpu(fake_input)
 predictor.run()
 output_names = predictor.get_output_names()
@@ -126,18 +132,17 @@ np.save("{out}", output_data)
 """
 
 
-def test_paddle_inference_demo_runs_with_the_import_changed(saved_models, tmp_path):
-    outs = {}
-    for tag, line in (("paddle", "import paddle.inference as paddle_infer"),
-                      ("pdx", "import pdx.inference as paddle_infer")):
-        script = tmp_path / f"demo_{tag}.py"
-        script.write_text(DEMO.format(import_line=line, model=saved_models["bilstm"], out=tmp_path / f"{tag}.npy"))
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                              env={**__import__("os").environ, "GLOG_minloglevel": "3"})
-        assert done.returncode == 0, done.stderr[-3000:]
-        outs[tag] = np.load(tmp_path / f"{tag}.npy")
-        assert "[3, 2] ['fetch_name_0']" in done.stdout
-    np.testing.assert_allclose(outs["pdx"], outs["paddle"], atol=1e-5)
+def test_paddle_inference_demo_runs_with_the_import_changed(saved_models, paddle_outputs, example_input, tmp_path):
+    """Paddle Inference's demo flow (the same calls the paddle_outputs fixture makes on Paddle) under pdx."""
+    np.save(tmp_path / "input.npy", example_input("bilstm", 7))
+    script = tmp_path / "demo.py"
+    script.write_text(DEMO.format(import_line="import pdx.inference as paddle_infer", model=saved_models["bilstm"],
+                                  inp=tmp_path / "input.npy", out=tmp_path / "out.npy"))
+    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "GLOG_minloglevel": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "[7, 2] ['fetch_name_0']" in done.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), paddle_outputs["bilstm", 7], atol=1e-5)
 
 
 def test_predictor_api_surface(saved_models, paddle_outputs, example_input):
@@ -166,3 +171,31 @@ def test_predictor_api_surface(saved_models, paddle_outputs, example_input):
     assert inference.get_num_bytes_of_data_type(inference.DataType.INT64) == 8
     assert inference.get_version().startswith("version:")
     assert inference.PrecisionType.Half.name == "Half" and inference.PlaceType.CPU.name == "CPU"
+
+
+def test_convert_to_mixed_precision_halves_weights_and_paddle_runs_it(paddle, saved_models, paddle_outputs,
+                                                                      example_input, tmp_path):
+    src = saved_models["bert"]
+    inference.convert_to_mixed_precision(str(src / "model.json"), str(src / "model.pdiparams"),
+                                         str(tmp_path / "model.json"), str(tmp_path / "model.pdiparams"),
+                                         inference.PrecisionType.Half, inference.PlaceType.CPU,
+                                         black_list={"embedding"})
+    stored = inference.PaddleProgram(tmp_path / "model.json", tmp_path / "model.pdiparams").values
+    kinds = {(name.split("_")[0], str(v.dtype)) for name, v in stored.items()}
+    # black-listed embeddings and normalization parameters stay float32, linear weights are halved
+    assert kinds == {("embedding", "float32"), ("layer", "float32"), ("linear", "float16")}, kinds
+    ids = example_input("bert", 7)
+    (ours,) = inference.create_predictor(inference.Config(str(tmp_path))).run([ids])
+    config = paddle.inference.Config(str(tmp_path / "model.json"), str(tmp_path / "model.pdiparams"))
+    config.disable_gpu()
+    config.disable_glog_info()
+    theirs = paddle.inference.create_predictor(config)
+    handle = theirs.get_input_handle("ids")
+    handle.copy_from_cpu(ids)
+    theirs.run()
+    np.testing.assert_allclose(np.asarray(ours), theirs.get_output_handle("fetch_name_0").copy_to_cpu(), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(ours), paddle_outputs["bert", 7], atol=1e-2)
+    with pytest.raises(ValueError, match="keep_io_types"):
+        inference.convert_to_mixed_precision(str(src / "model.json"), str(src / "model.pdiparams"), "a", "b",
+                                             inference.PrecisionType.Half, inference.PlaceType.CPU,
+                                             keep_io_types=False)
