@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
+import logging
 import os
 import sys
+import threading
 
 from pdx.export import _server
 
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(str(e), 2)
         except RuntimeError as e:
             return _fail(str(e), 1)
-        return 0
+        return _stopped()
     options = dict(name=args.name, runtime=args.runtime, max_batch_size=args.max_batch_size,
                    batch_timeout_ms=args.batch_timeout_ms, max_queue=args.max_queue,
                    max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s, max_json_depth=args.max_json_depth,
@@ -117,7 +120,23 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(e), 2)
     except RuntimeError as e:
         return _fail(str(e), 1)
-    return 0
+    return _stopped()
+
+
+def _stopped() -> int:
+    """The server stopped cleanly and every request was answered: the command ends its process now.
+
+    The interpreter's own teardown of the runtime (freeing compiled executables,
+    device buffers) takes seconds and would push the exit past
+    --graceful-timeout-s; nothing is left to clean up, so it is skipped.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return 0
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _is_loopback(host: str) -> bool:

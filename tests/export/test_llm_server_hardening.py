@@ -82,6 +82,7 @@ def server(tmp_path_factory):
         time.sleep(0.1)
     srv = type("Server", (), {"proc": proc, "url": url, "output": staticmethod(output)})
     srv.long_prompt = [10, 11, 12]
+    srv.directory = str(out)
     yield srv
     if proc.poll() is None:
         proc.kill()
@@ -348,3 +349,20 @@ def test_metrics_count_uncaught_500s_and_stop_tails_are_held_back():
     for text_, stops, held in (("abc", ("cd",), 1), ("abc", ("bcd",), 2), ("abc", ("xyz",), 0),
                                ("abc", ("c", "bcx"), 2), ("", ("ab",), 0), ("aaa", ("aab",), 2)):
         assert _held(text_, stops) == held, (text_, stops)
+
+
+def test_a_tokenizer_larger_than_the_model_vocabulary_is_refused_at_load(server, tmp_path):
+    import shutil
+    from types import SimpleNamespace
+
+    from pdx.export import create_llm_app
+    from pdx.text import Tokenizer
+
+    small = tmp_path / "hf"
+    shutil.copytree(server.directory, small)
+    config = json.loads((small / "config.json").read_text())
+    (small / "config.json").write_text(json.dumps({**config, "vocab_size": 300}))
+    tok = Tokenizer.from_pretrained(server.directory)
+    for source in (str(small), (SimpleNamespace(config=SimpleNamespace(vocab_size=300)), tok)):
+        with pytest.raises(ValueError, match=f"tokenizer has {VOCAB} ids but the model's vocabulary .*has 300"):
+            create_llm_app(source)
