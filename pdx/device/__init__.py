@@ -32,6 +32,7 @@ from pdx.device._device import (
     get_available_custom_device,
     get_available_device,
     get_cudnn_version,
+    get_default_device,
     get_device,
     is_compiled_with_cinn,
     is_compiled_with_cuda,
@@ -40,6 +41,7 @@ from pdx.device._device import (
     is_compiled_with_ipu,
     is_compiled_with_rocm,
     is_compiled_with_xpu,
+    set_default_device,
     set_device,
     synchronize,
 )
@@ -104,6 +106,7 @@ __all__ = [
     "get_available_custom_device",
     "get_available_device",
     "get_cudnn_version",
+    "get_default_device",
     "get_device",
     "is_compiled_with_cinn",
     "is_compiled_with_cuda",
@@ -112,6 +115,7 @@ __all__ = [
     "is_compiled_with_ipu",
     "is_compiled_with_rocm",
     "is_compiled_with_xpu",
+    "set_default_device",
     "set_device",
     "synchronize",
 ]

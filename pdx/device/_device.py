@@ -14,9 +14,10 @@ from pdx.device._place import as_place, backend_devices
 
 __all__ = [
     "device_count", "get_all_custom_device_type", "get_all_device_type", "get_available_custom_device",
-    "get_available_device", "get_cudnn_version", "get_device", "is_compiled_with_cinn",
+    "get_available_device", "get_cudnn_version", "get_default_device", "get_device", "is_compiled_with_cinn",
     "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_distribute",
-    "is_compiled_with_ipu", "is_compiled_with_rocm", "is_compiled_with_xpu", "set_device", "synchronize",
+    "is_compiled_with_ipu", "is_compiled_with_rocm", "is_compiled_with_xpu", "set_default_device", "set_device",
+    "synchronize",
 ]
 
 _ACCELERATORS = ("gpu", "tpu")
@@ -286,6 +287,27 @@ def get_device(input=None) -> str:  # noqa: A002 (Paddle's name)
     else:
         dev = _current()
     return "cpu" if dev.platform == "cpu" else f"{dev.platform}:{dev.id}"
+
+
+def get_default_device() -> str:
+    """Paddle 3's name for `get_device()`: the default device, 'cpu', 'gpu:0', ... (a str, as Paddle's Device is).
+
+    Example:
+      >>> import pdx
+      >>> pdx.device.get_default_device() == pdx.get_device()
+      True
+    """
+    return get_device()
+
+
+def set_default_device(device) -> None:
+    """Paddle 3's name for `set_device(device)` (returns None, as Paddle's does).
+
+    Example:
+      >>> import pdx
+      >>> pdx.device.set_default_device("cpu")
+    """
+    set_device(device)
 
 
 def synchronize(device=None) -> None:

@@ -46,6 +46,8 @@ def test_set_and_get_device(restore_default_device, paddle):
     assert next(iter(pdx.ones([2]).devices())).platform == "cpu"
     assert pdx.get_device(pdx.ones([2])) == "cpu"
     assert pdx.device.set_device(pdx.CPUPlace()) == pdx.CPUPlace()
+    assert pdx.device.set_default_device("cpu") is paddle.device.set_default_device("cpu") is None
+    assert pdx.device.get_default_device() == paddle.device.get_default_device() == "cpu"
 
 
 def test_capability_queries_follow_jax_backends(paddle):
