@@ -35,7 +35,7 @@ def sharded(tmp_path_factory):
     torch.manual_seed(0)
     config = transformers.LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=176, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                                      rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+                                      rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False)
     model = transformers.LlamaForCausalLM(config).eval()
     with torch.no_grad():  # norms away from 1 so a skipped norm weight would show
         for name, p in model.named_parameters():
@@ -62,17 +62,21 @@ def _write_index(directory, index):
     (directory / INDEX).write_text(json.dumps(index))
 
 
+def model_config(directory):
+    return config_from_hf(json.loads((directory / "config.json").read_text()))
+
+
 def test_a_transformers_sharded_llama_loads_with_its_logits(sharded):
     directory, ref = sharded
     shards = sorted(p.name for p in directory.glob("*.safetensors"))
+    assert model_config(directory).rope_theta == 500000.0  # transformers 5 writes it inside rope_parameters
     assert len(shards) >= 2 and (directory / INDEX).is_file(), shards
     model = pdx.models.from_pretrained(directory)
     got = np.asarray(model(jnp.asarray(IDS, jnp.int32)))
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
     # llama's own loader reads the directory the same way
-    config = config_from_hf(json.loads((directory / "config.json").read_text()))
-    again = LlamaForCausalLM(config)
+    again = LlamaForCausalLM(model_config(directory))
     assert load_hf_safetensors(again, str(directory)) == ([], [])
     for key, value in model.state_dict().items():
         np.testing.assert_array_equal(np.asarray(again.state_dict()[key]), np.asarray(value))

@@ -174,12 +174,27 @@ def check_hf_config(hf: Mapping, *, file: str | None = None) -> None:
     check(hf, schema, file=file)
     if hf.get("rope_scaling") is not None:
         fail("rope_scaling", hf["rope_scaling"], "null (pdx's RoPE has no scaling)", file=file)
+    if hf.get("mlp_bias"):
+        fail("mlp_bias", hf["mlp_bias"], "false (pdx's MLP has no biases)", file=file)
+    rope = hf.get("rope_parameters")
+    if rope is not None:
+        if not isinstance(rope, dict) or rope.get("rope_type", "default") != "default":
+            fail("rope_parameters", rope, 'null or {"rope_type": "default", "rope_theta": ...} (no RoPE scaling)',
+                 file=file)
+        check(rope, {"rope_theta": SCHEMA["rope_theta"]}, file=file)
     check_config({k: hf[k] for k in SCHEMA if k in hf and k != "sliding_window"}, file=file)
     if hf.get("head_dim") is not None:
         natural = hf["hidden_size"] // hf["num_attention_heads"]
         require(hf["head_dim"] == natural, "head_dim", hf["head_dim"],
                 f"must be hidden_size / num_attention_heads = {natural} (or null): pdx's attention derives it",
                 file=file)
+
+
+def _rope_theta(hf: Mapping) -> float:
+    """`rope_theta`, or (transformers 5) `rope_parameters["rope_theta"]`, or the default 10000."""
+    if "rope_theta" in hf:
+        return hf["rope_theta"]
+    return (hf.get("rope_parameters") or {}).get("rope_theta", 10000.0)
 
 
 def config_from_hf(hf: Mapping, *, file: str | None = None, **overrides):
@@ -196,7 +211,7 @@ def config_from_hf(hf: Mapping, *, file: str | None = None, **overrides):
                   num_hidden_layers=hf["num_hidden_layers"], num_attention_heads=hf["num_attention_heads"],
                   num_key_value_heads=hf.get("num_key_value_heads"),
                   max_position_embeddings=hf.get("max_position_embeddings", 2048),
-                  rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=hf.get("rope_theta", 10000.0),
+                  rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=_rope_theta(hf),
                   tie_word_embeddings=hf.get("tie_word_embeddings", False),
                   attention_bias=True if model_type == "qwen2" else hf.get("attention_bias", False),
                   sliding_window=window, model_type=model_type)
