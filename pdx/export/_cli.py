@@ -58,8 +58,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "weight-only-int8 / weight-only-int4: Linear weights only (no backward pass is exported)")
     parser.add_argument("--calib", metavar="FILE",
                         help="calibration inputs for --quantize ptq-int8: a .npy array (one input) or a .npz with "
-                             "one array per input name; read without pickle")
-    parser.add_argument("--calib-batch-size", type=int, default=32, help="calibration batch size (default 32)")
+                             "one array per input name; a regular file read without pickle, at most 1 GiB once "
+                             "inflated (checked from the headers), numeric, finite, batch-first with the input "
+                             "spec's rank; the quantized model must give finite outputs on the first batch")
+    parser.add_argument("--calib-batch-size", type=int, default=32, help="calibration batch size, >= 1 (default 32)")
     parser.set_defaults(func=run)
 
 

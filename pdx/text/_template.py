@@ -11,9 +11,11 @@ forever, allocating gigabytes or recursing through the interpreter:
 - a pre-scan of the template's tokens (Jinja's lexer, no recursion) for the
   nesting of blocks and brackets (`max_nesting`), so a 20,000-deep `{% if %}`
   is refused before Jinja's recursive parser sees it;
-- while rendering: a per-thread `sys.settrace` hook on the template's own
-  code counts steps and checks the deadline (`max_seconds`), so a loop of
-  10^5 x 10^5 iterations ends at the deadline; the sandbox's operator,
+- from the scan through the render: a per-thread `sys.settrace` hook checks
+  the deadline (`max_seconds`) on Python calls (Jinja's lexer, parser and
+  compiler included) and on every line of the template's compiled code, so
+  a loop of 10^5 x 10^5 iterations, or a huge template's compile, ends at
+  the deadline; the sandbox's operator,
   call and filter hooks size every string or list before it is made
   (`'x' * 2**32`, `'x'|center(10**9)`, `'%9999999999s' % x` are refused
   without allocating), each value is capped at `max_output_chars` and their
@@ -63,7 +65,9 @@ class TemplateBudget:
     """The limits a chat template renders under (see the module docstring).
 
     Attributes:
-      max_seconds: wall-clock time of one render (the compile of a new template is bounded by its size).
+      max_seconds: wall-clock time of one render.
+      max_compile_seconds: wall-clock time to scan and compile a template not seen before (compiled templates
+        are cached, 32 of them).
       max_template_bytes: UTF-8 size of the template source.
       max_input_bytes: UTF-8 size of the messages, tools and extra variables together.
       max_output_chars: length of the rendered text, and of any single value the template builds.
@@ -76,7 +80,8 @@ class TemplateBudget:
     """
 
     max_seconds: float = 2.0
-    max_template_bytes: int = 256 << 10
+    max_compile_seconds: float = 10.0
+    max_template_bytes: int = 64 << 10
     max_input_bytes: int = 4 << 20
     max_output_chars: int = 4 << 20
     max_work_chars: int = 64 << 20
@@ -85,7 +90,7 @@ class TemplateBudget:
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            kind = (int, float) if field.name == "max_seconds" else int
+            kind = (int, float) if field.name.endswith("_seconds") else int
             if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
                 raise ValueError(f"TemplateBudget: {field.name} must be a positive number; got {value!r}")
 
@@ -113,12 +118,18 @@ class _State:
 
     def __init__(self, budget: TemplateBudget):
         self.budget = budget
-        self.deadline = time.monotonic() + budget.max_seconds
+        self.limit = "max_compile_seconds"  # until the render starts
+        self.deadline = time.monotonic() + budget.max_compile_seconds
         self.steps = 0
         self.work = 0
         self.output = 0
 
     def trace(self, frame, event, arg):
+        """Every Python call in this thread (Jinja's lexer, parser, compiler, filters): the deadline is checked."""
+        self.steps += 1
+        if self.steps % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise TemplateError(f"chat template ran past {self.limit}={getattr(self.budget, self.limit)} "
+                                f"({self.steps} steps)", self.limit)
         if frame.f_code.co_filename == "<template>":
             return self.step
         return None
@@ -126,8 +137,8 @@ class _State:
     def step(self, frame, event, arg):
         self.steps += 1
         if event == "line" and self.steps % _CHECK_EVERY == 0 and time.monotonic() > self.deadline:
-            raise TemplateError(f"chat template ran past max_seconds={self.budget.max_seconds} "
-                                f"({self.steps} steps)", "max_seconds")
+            raise TemplateError(f"chat template ran past {self.limit}={getattr(self.budget, self.limit)} "
+                                f"({self.steps} steps)", self.limit)
         return self.step
 
 
@@ -442,6 +453,8 @@ def _compile(source: str, budget: TemplateBudget):
 
     try:
         template = env.from_string(source)
+    except TemplateError:
+        raise
     except JinjaError as e:
         raise TemplateError(f"chat template does not parse: {e}") from None
     except (RecursionError, MemoryError, SyntaxError, ValueError, OverflowError) as e:
@@ -510,13 +523,14 @@ def render_chat_template(source: str, variables: dict, budget: TemplateBudget | 
         raise TemplateError(f"chat template is {size} bytes, over max_template_bytes={budget.max_template_bytes}",
                             "max_template_bytes")
     _check_inputs(variables, budget)
-    template = _compile(source, budget)
     state = _State(budget)
     token = _STATE.set(state)
     previous = sys.gettrace()
-    sys.settrace(state.trace)
+    sys.settrace(state.trace)  # the deadline covers the scan and compile of a new template too
     parts: list[str] = []
     try:
+        template = _compile(source, budget)
+        state.limit, state.deadline = "max_seconds", time.monotonic() + budget.max_seconds
         for chunk in template.generate(**variables):
             state.output += len(chunk)
             if state.output > budget.max_output_chars:

@@ -4,8 +4,11 @@ A directory in the Hugging Face layout (`tokenizer.json` or
 `tokenizer.model`, `tokenizer_config.json` with special tokens and a Jinja
 `chat_template`) loads with `Tokenizer.from_pretrained(dir)` and is written
 back by `save_pretrained`. Every file is read through pdx's file rule
-(regular files only, size caps, strict UTF-8 JSON); chat templates run in
-Jinja's immutable sandbox, so a template from a file cannot call Python.
+(regular files only, size caps, strict UTF-8 JSON) and a tokenizer.json's
+regexes are checked for catastrophic backtracking at load; chat templates
+run in Jinja's immutable sandbox under a `TemplateBudget` (time, size,
+nesting; see `pdx.text._template`), so a template from a file can neither
+call Python nor run unbounded.
 `train_bpe` trains a byte-level BPE (exact round trip of any text).
 """
 
@@ -231,8 +234,8 @@ class Tokenizer:
         variables (`messages`, `tools`, `add_generation_prompt`, `bos_token`,
         `eos_token`, `raise_exception`, `strftime_now`, plus `template_vars`)
         under `budget` (default `self.template_budget`, a `TemplateBudget`:
-        2 s, 256 KiB of template, 4 MiB of input, 4 Mi characters of output,
-        nesting 64). Returns ids (tokenize=True; no special tokens added
+        2 s to render, 10 s to compile a new template, 64 KiB of template,
+        4 MiB of input, 4 Mi characters of output, nesting 64). Returns ids (tokenize=True; no special tokens added
         beyond what the template writes) or the text.
 
         Raises `TemplateError` (a `TokenizerError`/`ValueError`; `.limit` names

@@ -56,7 +56,7 @@ def test_hostile_templates_are_stopped_with_the_limit_named():
         ("{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
          "max_output_chars"),
         ("{% set ns = namespace(s=[1]) %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
-         "max_output_chars"),
+         None),  # the size cap, or the clock on a loaded machine (copying lists of millions of items)
         ("{{ 9 ** 999999 }}", "max_output_chars"),
         ("{{ range(100000)|map('center', 4000000)|join }}", "max_output_chars"),
         ("{{ range(100000)|map('center', 4000000)|list|length }}", "max_work_chars"),
