@@ -1,4 +1,4 @@
-"""Paddle Inference's Python API (`paddle.inference`) over translated Paddle programs and pdx artifacts."""
+"""Paddle Inference's Python API (`paddle.inference`) over translated Paddle programs."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.inference._layer import as_input
+from pdx.inference._program_file import ModelFormatError
 from pdx.inference._translate import PaddleProgram, find_model_files
 
 __all__ = ["Config", "DataType", "PlaceType", "PrecisionType", "Predictor", "PredictorPool", "Tensor",
@@ -115,8 +116,8 @@ class Config:
     """Where the model is and how to run it (Paddle's `paddle.inference.Config`).
 
     `Config(model_file, params_file)` for a program file and its parameters,
-    `Config(model_dir)` for a directory holding one Paddle model (or a pdx
-    export artifact), `Config()` then `set_model(...)`.
+    `Config(model_dir)` for a directory holding one Paddle model,
+    `Config()` then `set_model(...)`.
 
     What changes something in pdx: `switch_ir_optim(False)` runs the
     translated program op by op instead of as one compiled XLA function;
@@ -311,19 +312,13 @@ class _Engine:
     def __init__(self, config: Config):
         self.device = config._device()
         if config.model_dir() is not None and (Path(config.model_dir()) / "manifest.json").is_file():
-            from pdx.export import load
-
-            self.artifact = load(config.model_dir())
-            self.inputs = [(s.name or f"x{i}", str(np.dtype(s.dtype)) if s.dtype else "float32", tuple(s.shape))
-                           for i, s in enumerate(self.artifact.input_specs)]
-            self.outputs = [(n, None) for n in self.artifact.output_names]
-            self.program = None
-            return
+            # pdx.export builds on pdx.jit, whose load() builds on this package: artifacts load there
+            raise ModelFormatError(f"{config.model_dir()!r} is a pdx export artifact; run it with "
+                                   "pdx.export.load(path) (or pdx.jit.load(path) for a Layer)")
         if config.model_dir() is None and (config.prog_file() is None or config.params_file() is None):
             raise ValueError("Config names no model: use Config(model_dir) or Config(model_file, params_file)")
         model_file, params_file = find_model_files(config.model_dir() or config.prog_file(),
                                                    None if config.model_dir() else config.params_file())
-        self.artifact = None
         self.program = PaddleProgram(model_file, params_file)
         self.inputs = [(f.name, f.dtype, f.shape) for f in self.program.feeds]
         self.outputs = [(f.name, None) for f in self.program.fetches]
@@ -333,9 +328,6 @@ class _Engine:
         self.lock = threading.Lock()
 
     def run(self, arrays):
-        if self.artifact is not None:
-            outs = self.artifact(*arrays)
-            return list(outs) if isinstance(outs, (tuple, list)) else [outs]
         self.program.check_inputs(arrays)
         inputs = [jax.device_put(as_input(x, dtype), self.device) for x, (_, dtype, _) in zip(arrays, self.inputs)]
         fn = (lambda p, i: self.program(p, i)) if self.eager else self.compiled
