@@ -67,7 +67,7 @@ class TemplateBudget:
     Attributes:
       max_seconds: wall-clock time of one render.
       max_compile_seconds: wall-clock time to scan and compile a template not seen before (compiled templates
-        are cached, 32 of them).
+        are cached, 32 of them, so a tokenizer's own template pays it once; raise it on a heavily loaded host).
       max_template_bytes: UTF-8 size of the template source.
       max_input_bytes: UTF-8 size of the messages, tools and extra variables together.
       max_output_chars: length of the rendered text, and of any single value the template builds.
@@ -80,7 +80,7 @@ class TemplateBudget:
     """
 
     max_seconds: float = 2.0
-    max_compile_seconds: float = 10.0
+    max_compile_seconds: float = 2.0
     max_template_bytes: int = 64 << 10
     max_input_bytes: int = 4 << 20
     max_output_chars: int = 4 << 20

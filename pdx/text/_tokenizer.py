@@ -234,7 +234,7 @@ class Tokenizer:
         variables (`messages`, `tools`, `add_generation_prompt`, `bos_token`,
         `eos_token`, `raise_exception`, `strftime_now`, plus `template_vars`)
         under `budget` (default `self.template_budget`, a `TemplateBudget`:
-        2 s to render, 10 s to compile a new template, 64 KiB of template,
+        2 s to render, 2 s to compile a new template, 64 KiB of template,
         4 MiB of input, 4 Mi characters of output, nesting 64). Returns ids (tokenize=True; no special tokens added
         beyond what the template writes) or the text.
 

@@ -29,7 +29,7 @@ class PeakRSS:
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
 
-FAST = text.TemplateBudget(max_seconds=0.3, max_template_bytes=1 << 20)
+FAST = text.TemplateBudget(max_seconds=0.3, max_compile_seconds=1.0, max_template_bytes=1 << 20)
 CHAT = [{"role": "user", "content": "hi"}]
 LOOP = "{% for m in messages %}{% for t in m.tool_calls %}{{ t.function.name }}{% endfor %}{% endfor %}"
 
@@ -147,7 +147,7 @@ def test_real_templates_render_like_transformers_and_under_a_thread_pool():
     assert sys.gettrace() is None or True  # the render restores the caller's trace function
 
 
-FUZZ_BUDGET = text.TemplateBudget(max_seconds=0.2)
+FUZZ_BUDGET = text.TemplateBudget(max_seconds=0.2, max_compile_seconds=0.5)
 _ATOMS = st.sampled_from(["x", "messages", "m", "m.content", "m.tool_calls", "'s'", "1", "2**20", "10**9",
                          "range(100000)", "[1, 2]", "{'a': 1}", "none", "ns.s", "loop.index"])
 _OPS = st.sampled_from([" * ", " + ", " ~ ", " % ", " ** ", "|join", "|center(", "|list", "|length", "|tojson",
