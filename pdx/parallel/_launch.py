@@ -501,13 +501,17 @@ def _supervise(args, ranks: list, logs: list, received: list) -> int:
         return 0
     with lock:  # those that failed on their own after the first, before the launcher stopped them
         later = [f"rank {r.rank} {_describe(r.code)}" for r in events if r is not failed and r.code != 0]
-        others = [r.rank for r in ranks if r.code is None]
+        others = [r.rank for r in ranks if r.code is None and r is not failed]
+    # a hung rank's last lines are those before the launcher stopped it; an exited rank's, once drained
+    tail = _tail(failed.log_path) if failed.code is None else None
     _stop(ranks, args.grace_s)
     _join(pumps)
+    if tail is None:
+        tail = _tail(failed.log_path)
     stopped = f"stopped ranks {', '.join(map(str, others))}" if others else "no other rank was running"
     after = f" Failed after it, before being stopped: {'; '.join(later)}." if later else ""
     _say(f"pdx launch: rank {failed.rank} {reason} (the first rank to fail); {stopped}.{after} "
-         f"Last {_TAIL_LINES} lines of {failed.log_path}:\n{_tail(failed.log_path)}")
+         f"Last {_TAIL_LINES} lines of {failed.log_path}:\n{tail}")
     return 1
 
 

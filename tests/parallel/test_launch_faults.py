@@ -144,7 +144,7 @@ def test_every_fault_ends_the_whole_job(tmp_path):
         assert "rank 1 exited with code 1 (the first rank to fail)" in err, err
         assert "rank 0 exited with code 2 (the first" not in err, err
         err = results["stall"][1]
-        assert "rank 1 made no progress" in err and "--timeout 3" in err, err
+        assert "rank 1 made no progress" in err and "--timeout 3" in err and "stopped ranks 0." in err, err
         assert "got SIGHUP" in results["launcher_hup"][1]
         assert results["launcher_kill"][0] == -signal.SIGKILL
         assert results["success"][0] == 0, results["success"]
