@@ -7,6 +7,9 @@
 `--rank` is the node's rank (Paddle's name for pdx's `--node_rank`); each
 process gets PADDLE_TRAINER_ID / PADDLE_TRAINERS_NUM besides pdx's variables
 and joins the job with `dist.init_parallel_env()` (or `pdx.parallel.init()`).
+The launcher's own flags (`--timeout`, `--grace_s`, `--log_dir`, ...) and how it
+ends a job (first failing rank, hung ranks, signals, its own death) are those of
+`pdx launch`: see pdx/parallel/README.md.
 """
 
 from __future__ import annotations
