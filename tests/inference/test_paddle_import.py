@@ -207,3 +207,29 @@ def test_pdx_artifacts_are_named_and_jit_load_keeps_them(tmp_path):
     with pytest.raises(inference.ModelFormatError, match=r"pdx export artifact; run it with pdx.export.load"):
         inference.create_predictor(inference.Config(str(path)))
     assert type(pdx.jit.load(path)).__name__ == "TranslatedLayer"
+
+
+def test_stacked_bidirectional_gru_and_simple_rnn_equal_paddle(paddle, tmp_path):
+    from paddle.static import InputSpec
+
+    nn = paddle.nn
+
+    class Recurrent(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.gru = nn.GRU(8, 12, num_layers=2, direction="bidirect")
+            self.rnn = nn.SimpleRNN(24, 6)
+
+        def forward(self, ids):
+            h, _ = self.gru(self.emb(ids))
+            h, _ = self.rnn(h)
+            return h[:, -1]
+
+    paddle.seed(2)
+    layer = Recurrent()
+    layer.eval()
+    paddle.jit.save(layer, str(tmp_path / "model"), input_spec=[InputSpec([None, None], "int64", "ids")])
+    ids = np.random.default_rng(0).integers(0, 50, (3, 7)).astype("int64")
+    (out,) = inference.create_predictor(inference.Config(str(tmp_path))).run([ids])
+    np.testing.assert_allclose(np.asarray(out), layer(paddle.to_tensor(ids)).numpy(), atol=1e-5)
