@@ -50,7 +50,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="batch buckets of the IREE modules, one function each (default 1,4,16 with "
                              "--iree-batch-split, else 1)")
     parser.add_argument("--iree-batch-split", action="store_true",
-                        help="batch rows are independent: the IREE runtime covers any batch with bucket calls")
+                        help="batch rows are independent: the IREE runtime covers any batch with bucket calls "
+                             "(default: checked at export on XLA)")
     parser.add_argument("--no-differentiable", action="store_true",
                         help="leave the backward pass out (smaller program; no fine-tuning after pdx.jit.load)")
     parser.add_argument("--quantize", choices=QUANTIZE,
@@ -346,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
             model = _quantize(model, args.quantize, specs, args.calib, args.calib_batch_size)
         path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
                       platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
-                      iree=IreeOptions(batch_sizes=_batch_sizes(args.iree_batch_sizes), batch_split=args.iree_batch_split),
+                      iree=IreeOptions(batch_sizes=_batch_sizes(args.iree_batch_sizes), batch_split=True if args.iree_batch_split else "auto"),
                       differentiable=not (args.no_differentiable or args.quantize))
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

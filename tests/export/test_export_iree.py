@@ -138,10 +138,31 @@ def test_buckets_cover_any_batch_from_one_module(mlp, tmp_path, rng):
         np.testing.assert_allclose(iree(x), reference(x), rtol=1e-5, atol=1e-5)
 
 
+def test_a_none_batch_runs_any_batch_without_flags(mlp, tmp_path, rng):
+    """batch_split="auto" (the default): rows checked independent on XLA at export, so any batch runs;
+    a function that mixes rows is not split."""
+    net, reference = mlp
+    path = pdx.export.export(net, tmp_path / "auto", [InputSpec([None, 6], "float32", "x")],
+                             targets=("xla", "iree-llvm-cpu"), differentiable=False)
+    info = json.loads((path / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]
+    assert info["batch_split"] is True and [b["batch"] for b in info["buckets"]] == [1]
+    iree, xla = pdx.export.load(path, runtime="iree"), pdx.export.load(path)
+    for batch in (1, 3, 17):
+        x = rng.standard_normal((batch, 6)).astype(np.float32)
+        np.testing.assert_allclose(iree(x), reference(x), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(iree(x), xla(x), rtol=1e-5, atol=1e-5)
+    mixed = pdx.export.export(lambda x: x - x.mean(0, keepdims=True), tmp_path / "mixed",
+                              [InputSpec([None, 6], "float32", "x")], targets=("iree-llvm-cpu",), differentiable=False)
+    assert json.loads((mixed / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]["batch_split"] is False
+    with pytest.raises(ValueError, match="iree.batch_split"):
+        pdx.export.export(net, tmp_path / "bad", [InputSpec([None, 6], "float32", "x")], targets=("iree-llvm-cpu",),
+                          iree={"batch_split": "yes"})
+
+
 def test_without_batch_split_only_bucket_sizes_run(mlp, tmp_path, rng):
     net, reference = mlp
     path = pdx.export.export(net, tmp_path / "mlp", [InputSpec([None, 6], "float32", "x")],
-                             targets=("iree-llvm-cpu",), iree={"batch_sizes": (2, 5), "params": "inline"},
+                             targets=("iree-llvm-cpu",), iree={"batch_sizes": (2, 5), "params": "inline", "batch_split": False},
                              differentiable=False)
     info = json.loads((path / "manifest.json").read_text())["targets"]["iree-llvm-cpu"]
     assert info["params"] == "inline" and info["batch_split"] is False
