@@ -24,3 +24,27 @@ def paddle():
 def rng():
     """A fresh numpy Generator per test (independent of pdx's own RNG)."""
     return np.random.default_rng(1234)
+
+
+class PeakRSS:
+    """Peak resident memory growth (MB) of this process inside a `with` block (Linux: /proc/self/clear_refs)."""
+
+    def __enter__(self):
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak (VmHWM) to the current RSS
+        self.base = self._read("VmRSS")
+        return self
+
+    def __exit__(self, *exc):
+        self.grown_mb = (self._read("VmHWM") - self.base) / 1024
+
+    @staticmethod
+    def _read(key):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+
+
+@pytest.fixture
+def peak_rss():
+    """`with peak_rss() as m: ...` then `m.grown_mb`: the block's peak memory growth (Linux)."""
+    return PeakRSS

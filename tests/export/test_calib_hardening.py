@@ -17,24 +17,6 @@ from pdx.jit import InputSpec
 SPECS = [InputSpec([None, 4], "float32", name="x")]
 
 
-class PeakRSS:
-    """Peak resident memory growth (MB) of this process inside a `with` block (Linux: /proc/self/clear_refs)."""
-
-    def __enter__(self):
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the peak (VmHWM) to the current RSS
-        self.base = self._read("VmRSS")
-        return self
-
-    def __exit__(self, *exc):
-        self.grown_mb = (self._read("VmHWM") - self.base) / 1024
-
-    @staticmethod
-    def _read(key):
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
-
-
 def _batches(path, specs=SPECS, batch_size=2):
     return _cli._calibration_batches(str(path), specs, batch_size)
 
@@ -165,10 +147,7 @@ def _calib_file(draw):
     return bytes(data)
 
 
-
-
-
-def test_fuzzed_calibration_files_give_only_value_errors(tmp_path):
+def test_fuzzed_calibration_files_give_only_value_errors(tmp_path, peak_rss):
     specs = [InputSpec([None, 3], "float32", name="x")]
     path = tmp_path / "calib.bin"
     worst = [0.0]
@@ -186,6 +165,6 @@ def test_fuzzed_calibration_files_give_only_value_errors(tmp_path):
             pass
         worst[0] = max(worst[0], time.monotonic() - start)
 
-    with PeakRSS() as rss:
+    with peak_rss() as rss:
         fuzz()
     assert worst[0] < 2.0 and rss.grown_mb < 200, (worst[0], rss.grown_mb)

@@ -12,23 +12,6 @@ from hypothesis import strategies as st
 from pdx import text
 
 
-class PeakRSS:
-    """Peak resident memory growth (MB) of this process inside a `with` block (Linux: /proc/self/clear_refs)."""
-
-    def __enter__(self):
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the peak (VmHWM) to the current RSS
-        self.base = self._read("VmRSS")
-        return self
-
-    def __exit__(self, *exc):
-        self.grown_mb = (self._read("VmHWM") - self.base) / 1024
-
-    @staticmethod
-    def _read(key):
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
-
 FAST = text.TemplateBudget(max_seconds=0.3, max_compile_seconds=1.0, max_template_bytes=1 << 20)
 CHAT = [{"role": "user", "content": "hi"}]
 LOOP = "{% for m in messages %}{% for t in m.tool_calls %}{{ t.function.name }}{% endfor %}{% endfor %}"
@@ -209,8 +192,8 @@ def _fuzz_templates(src, msgs):
     _WORST[0] = max(_WORST[0], time.monotonic() - start)
 
 
-def test_fuzzed_templates_give_only_template_errors_in_bounded_time_and_memory():
+def test_fuzzed_templates_give_only_template_errors_in_bounded_time_and_memory(peak_rss):
     text.render_chat_template("{{ 1 }}", {"messages": []}, FUZZ_BUDGET)
-    with PeakRSS() as rss:
+    with peak_rss() as rss:
         _fuzz_templates()
     assert _WORST[0] < 2.0 and rss.grown_mb < 200, (_WORST[0], rss.grown_mb)

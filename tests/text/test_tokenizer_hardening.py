@@ -11,23 +11,6 @@ from hypothesis import strategies as st
 from pdx import text
 
 
-class PeakRSS:
-    """Peak resident memory growth (MB) of this process inside a `with` block (Linux: /proc/self/clear_refs)."""
-
-    def __enter__(self):
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the peak (VmHWM) to the current RSS
-        self.base = self._read("VmRSS")
-        return self
-
-    def __exit__(self, *exc):
-        self.grown_mb = (self._read("VmHWM") - self.base) / 1024
-
-    @staticmethod
-    def _read(key):
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
-
 GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -73,7 +56,6 @@ def test_backtracking_regexes_are_refused_at_load_and_panics_become_tokenizer_er
         text.Tokenizer.from_file(path)
 
 
-
 _FRAGMENTS = st.sampled_from(["a", "a+", "(a+)+", "(a|a)*", "\\s+", "\\p{L}+", "[^\\s]", "(?:x|y)*", "|", "(", ")",
                              "{2,}", "*", "?", "\\", "[", "]", "(?!\\S)", ".*", "(?i:'s)"])
 _VALUES = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-2, 10**12), st.text(max_size=8)),
@@ -101,10 +83,7 @@ def _mutated(draw, base):
     return d
 
 
-
-
-
-def test_fuzzed_tokenizer_files_give_only_tokenizer_errors(tok_json, tmp_path):
+def test_fuzzed_tokenizer_files_give_only_tokenizer_errors(tok_json, tmp_path, peak_rss):
     path = tmp_path / "tokenizer.json"
     worst = [0.0]
 
@@ -121,12 +100,12 @@ def test_fuzzed_tokenizer_files_give_only_tokenizer_errors(tok_json, tmp_path):
             pass
         worst[0] = max(worst[0], time.monotonic() - start)
 
-    with PeakRSS() as rss:
+    with peak_rss() as rss:
         fuzz()
     assert worst[0] < 2.0 and rss.grown_mb < 200, (worst[0], rss.grown_mb)
 
 
-def test_a_long_line_is_tokenized_in_pieces_with_bounded_memory(tmp_path):
+def test_a_long_line_is_tokenized_in_pieces_with_bounded_memory(tmp_path, peak_rss):
     tok = text.train_bpe(text.bundled_corpus()[:30], vocab_size=500)
     tok.save_pretrained(tmp_path / "tok")
     words = " ".join(text.bundled_corpus()[:40]).split()
@@ -134,7 +113,7 @@ def test_a_long_line_is_tokenized_in_pieces_with_bounded_memory(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(json.dumps({"text": d}) for d in ["first", line, "last one"]) + "\n")
     text.tokenize_corpus(iter(["warm up"]), tok, tmp_path / "warm", num_workers=0)
-    with PeakRSS() as rss:
+    with peak_rss() as rss:
         made = text.tokenize_corpus(text.iter_documents([corpus]), tok, tmp_path / "data", num_workers=0)
     assert len(made) == 3 and rss.grown_mb < 200, rss.grown_mb
     made = text.TokenFile(tmp_path / "data")
