@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 
-from pdx.export._server_batching import DaemonPool
+from pdx.export._server_batching import DaemonPool, settle_future
 from pdx.export._server_decode import ClientDisconnected, HTTPError, read_body
 
 __all__ = ["check_vocab", "create_llm_app", "load_llm", "serve_llm"]
@@ -396,19 +396,10 @@ def _run_in_daemon(fn) -> asyncio.Future:
         except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
             result, error = None, e
         with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, future, result, error)
+            loop.call_soon_threadsafe(settle_future, future, result, error)
 
     threading.Thread(target=target, name="pdx-llm-aside", daemon=True).start()
     return future
-
-
-def _settle(future, result, error) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 def _longest_token_bytes(tokenizer) -> int:

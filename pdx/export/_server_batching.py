@@ -31,7 +31,7 @@ import numpy as np
 from pdx.export._server_decode import HTTPError
 from pdx.export._server_metrics import Metrics, batch_sizes
 
-__all__ = ["Batcher", "DaemonPool", "ModelWorker"]
+__all__ = ["Batcher", "DaemonPool", "ModelWorker", "settle_future"]
 
 _log = logging.getLogger("uvicorn.error")
 
@@ -85,7 +85,7 @@ class ModelWorker:
             finally:
                 self._busy_since = None
             with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(settle_future, future, result, error)
 
 
 class DaemonPool:
@@ -138,10 +138,11 @@ class DaemonPool:
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting request
                 result, error = None, e
             with contextlib.suppress(RuntimeError):  # the loop closed while the call ran
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(settle_future, future, result, error)
 
 
-def _settle(future: asyncio.Future, result, error) -> None:
+def settle_future(future: asyncio.Future, result, error) -> None:
+    """Give `future` its result or error unless it is done (the caller may have given up)."""
     if future.done():
         return
     if error is not None:
