@@ -74,9 +74,11 @@ class IreeOptions:
         over the batch): the IREE runtime then accepts any batch size and
         runs it as the cheapest sequence of bucket calls (the last one padded
         with zero rows, which are dropped). "auto" (default): checked at
-        export on XLA (a batch of 3 random rows against the rows one by one,
-        relative error <= 1e-4), so an artifact with a `None` batch runs any
-        batch without a flag. False: the batch must be one of `batch_sizes`.
+        export on XLA (8 random batches of 4 rows against their rows one by
+        one, relative error <= 1e-4), so an artifact with a `None` batch runs
+        any batch without a flag; a random check, so pass False for a program
+        that mixes rows only for some inputs. False: the batch must be one of
+        `batch_sizes`.
       batch_sizes: the batch buckets: one function per size in each IREE
         module (default `DEFAULT_BATCH_SIZES` = (1, 4, 16) with
         `batch_split=True`, else (1,): an "auto" split covers every batch
