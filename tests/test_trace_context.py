@@ -351,6 +351,8 @@ def test_hapi_compiled_step_retraces_under_a_new_setting():
 
 # Module-level state that does not change what a trace produces: "module.name" -> why.
 ALLOWED_STATE = {
+    "pdx.text._template._STATE":
+        "the budget of the chat template rendering now in this thread (deadline, sizes); rendering runs outside traces",
     "pdx.jit._dy2static._context._local":
         "the graph of the StaticFunction tracing now: pdx.jit sets it for the length of its own trace",
     "pdx.io._worker._local":

@@ -42,7 +42,9 @@ def test_translated_layer_eager_jit_and_jit_load(saved_models, paddle_outputs, e
     compiled = pdx.jit(net)(ids)
     np.testing.assert_allclose(np.asarray(eager), paddle_outputs["bert", 7], atol=1e-5)
     np.testing.assert_allclose(np.asarray(compiled), paddle_outputs["bert", 7], atol=1e-5)
-    assert "tok.w_0" not in net.state_dict() and "embedding_0.w_0" in net.state_dict()
+    # Paddle's saved names (its global counter numbers them, so the number depends on what was built before)
+    assert "tok.w_0" not in net.state_dict() and any(k.startswith("embedding_") and k.endswith(".w_0")
+                                                     for k in net.state_dict())
     with pytest.raises(ValueError, match="takes"):
         net(np.zeros((2, 3, 4), "int64"))
 
