@@ -18,6 +18,11 @@ its nearest ancestor that is a real pdx module (`nn.layer.conv` -> `pdx.nn`,
 hold under another spelling (`paddle.base.dygraph.guard`). A real pdx module
 always wins over a path here: the finder is the last one asked.
 
+`NAMES` gives Paddle's names to a real pdx module whose objects another pdx
+package defines, where the module cannot import that package without an import
+cycle: `pdx.jit.save` is `pdx.export.save_layer` (export builds on jit's
+tracing). The names resolve on first use and join the module's `__all__`.
+
 Paddle modules not in the tree are listed in `EXCLUDED` with the reason
 (static-graph internals, parameter-server runtime, downloaders, ...);
 tests/test_paddle_module_tree.py walks the installed paddle's package tree and
@@ -43,7 +48,7 @@ import importlib.util
 import sys
 import types
 
-__all__ = ["EXCLUDED", "LEGACY", "SHADOWED", "SOURCES", "TREE", "install"]
+__all__ = ["EXCLUDED", "LEGACY", "NAMES", "SHADOWED", "SOURCES", "TREE", "install"]
 
 
 def _paths(groups: dict[str, str]) -> frozenset[str]:
@@ -207,6 +212,13 @@ EXCLUDED: dict[str, str] = {
 }
 
 
+# real pdx module -> {Paddle name: "defining module:attribute"}, for names defined in a package above the module.
+NAMES: dict[str, dict[str, str]] = {
+    "pdx.jit": {"save": "pdx.export:save_layer", "load": "pdx.export:load_layer",
+                "TranslatedLayer": "pdx.export:TranslatedLayer"},
+}
+
+
 @contextlib.contextmanager
 def dygraph_guard(place=None):
     """Paddle's `paddle.base.dygraph.guard(place=None)`: pdx always runs eagerly, so nothing switches.
@@ -292,9 +304,64 @@ class _Finder(importlib.abc.MetaPathFinder):
 TOP_LEVEL: frozenset[str] = frozenset(p for p in TREE if "." not in p)
 
 
+def _add_names(module: types.ModuleType) -> None:
+    """Give `module` its `NAMES`: resolved on first use, listed in `__all__` and `dir()`."""
+    names = NAMES[module.__name__]
+    own = module.__dict__.get("__getattr__")
+
+    def __getattr__(name: str):
+        if name not in names:
+            if own is not None:
+                return own(name)
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        source, _, attribute = names[name].partition(":")
+        value = getattr(importlib.import_module(source), attribute)
+        setattr(module, name, value)
+        return value
+
+    module.__getattr__ = __getattr__
+    module.__dir__ = lambda: sorted(set(module.__dict__) | set(names))
+    module.__all__ = sorted({*getattr(module, "__all__", ()), *names})
+
+
+class _NamesLoader(importlib.abc.Loader):
+    """Runs a real module's own loader, then adds its `NAMES`."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _add_names(module)
+
+
+class _NamesFinder(importlib.abc.MetaPathFinder):
+    """Finds the real modules that `NAMES` adds to (asked first) and wraps their loader."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in NAMES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                spec.loader = _NamesLoader(spec.loader)
+                return spec
+        return None
+
+
 def install() -> None:
-    """Put the finder on `sys.meta_path` (last, so real modules win); done once by `import pdx`."""
+    """Put the tree's finder on `sys.meta_path` (last, so real modules win) and `NAMES`' (first); done once by
+    `import pdx`."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NamesFinder())
+        for name in NAMES:
+            if name in sys.modules:
+                _add_names(sys.modules[name])
         sys.meta_path.append(_Finder())
         for path in SHADOWED:
             spec = importlib.machinery.ModuleSpec(f"pdx.{path}", _Finder._loader, is_package=True)

@@ -31,10 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "pdx"
 ROOF = frozenset({"pdx", "pdx._tensor", "pdx._typed_tensors", "pdx._framework", "pdx._autograd", "pdx._coverage",
                   "pdx._paddle_tree", "pdx.cli"})
 
-KNOWN_CYCLES = {
-    frozenset({"pdx.export", "pdx.jit"}):
-        "pdx.jit.save / load / TranslatedLayer are pdx.export's, defined in pdx/jit (Paddle's names)",
-}
+KNOWN_CYCLES: dict = {}
 KNOWN_ROOF_USES = {
     ("pdx.autograd", "pdx._autograd"): "pdx.autograd.no_grad wraps the eager gradient's grad mode",
     ("pdx.device", "pdx._typed_tensors"): "pdx.device re-exports Paddle's typed tensor names",

@@ -4,6 +4,11 @@
 `@pdx.jit(static_argnames=...)` and `@pdx.jit.to_static` are the same thing,
 so a Paddle script ports by changing its import.
 
+`pdx.jit.save`, `pdx.jit.load` and `pdx.jit.TranslatedLayer` are pdx.export's
+(`save_layer`, `load_layer`, `TranslatedLayer`: export builds on jit's
+tracing), given their Paddle names here by pdx's alias table
+(`NAMES` in pdx/_paddle_tree.py) on first use.
+
 Example:
     >>> import pdx, jax.numpy as jnp
     >>> @pdx.jit
@@ -19,34 +24,17 @@ import types
 from pdx.jit._dy2static import Dy2StaticError, get_code, max_iterations
 from pdx.jit._input_spec import InputSpec
 from pdx.jit._static_function import StaticFunction, enable_to_static, not_to_static, to_static
-from pdx.jit._save import load, save
 
 __all__ = [
     "Dy2StaticError",
     "InputSpec",
     "StaticFunction",
-    "TranslatedLayer",
     "enable_to_static",
     "get_code",
-    "load",
     "max_iterations",
     "not_to_static",
-    "save",
     "to_static",
 ]
-
-
-def __getattr__(name: str):
-    # pdx.export builds on pdx.jit (InputSpec), so jit.load's result type loads on first use
-    if name == "TranslatedLayer":
-        from pdx.export import TranslatedLayer
-
-        return TranslatedLayer
-    raise AttributeError(f"module 'pdx.jit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), "TranslatedLayer"])
 
 
 class _CallableModule(types.ModuleType):

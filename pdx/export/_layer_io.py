@@ -1,14 +1,18 @@
-"""`pdx.jit.save` / `pdx.jit.load` (Paddle's `paddle.jit.save` / `load`), on top of `pdx.export`."""
+"""Layers in and out of artifacts: `save_layer` / `load_layer`, which pdx gives Paddle's names
+`pdx.jit.save` / `pdx.jit.load` (`paddle.jit.save` / `load`; the alias table is pdx/_paddle_tree.py's `NAMES`)."""
 
 from __future__ import annotations
 
 from pdx._static_layers import static_layers
+from pdx.export._export import export
+from pdx.export._translated import TranslatedLayer
+from pdx.jit import InputSpec
 from pdx.nn import Layer
 
-__all__ = ["load", "save"]
+__all__ = ["load_layer", "save_layer"]
 
 
-def save(layer, path, input_spec=None, **configs):
+def save_layer(layer, path, input_spec=None, **configs):
     """Save a Layer or function for inference and fine-tuning (Paddle's `paddle.jit.save`).
 
     `pdx.export.export` with the XLA target: StableHLO program, safetensors
@@ -55,8 +59,6 @@ def save(layer, path, input_spec=None, **configs):
     if "targets" in configs:
         raise TypeError("pdx.jit.save writes the XLA target only; use pdx.export.export(..., targets=[...]) "
                         "for IREE targets")
-    from pdx.export import export  # pdx.export imports pdx.jit
-
     if relax:
         for axes in ("all", "all but last", (0,)):
             relaxed = _dynamic_axes(input_spec, axes)
@@ -73,8 +75,6 @@ def _dynamic_axes(specs, axes):
     """`specs` with each axis in `axes` ("all": every axis; "all but last": every axis but each spec's
     last, the features a weight matches) made dynamic where every spec that has it agrees on its size;
     None when that changes nothing."""
-    from pdx.jit._input_spec import InputSpec
-
     rank = max((len(s.shape) for s in specs), default=0)
     chosen = range(rank) if isinstance(axes, str) else [a for a in axes if a < rank]
     dynamic = set()
@@ -88,7 +88,7 @@ def _dynamic_axes(specs, axes):
     return out if any(o.shape != s.shape for o, s in zip(out, specs)) else None
 
 
-def load(path, **configs):
+def load_layer(path, **configs):
     """Load an artifact as a fine-tunable `TranslatedLayer` (Paddle's `paddle.jit.load`).
 
     The manifest and every file's sha256 are checked before anything is
@@ -110,6 +110,4 @@ def load(path, **configs):
 
     if is_paddle_model(path):
         return PaddleTranslatedLayer(path)
-    from pdx.export import TranslatedLayer  # pdx.export imports pdx.jit
-
     return TranslatedLayer(path)
