@@ -43,6 +43,7 @@ from flax import nnx
 
 from pdx import _nnx, _random, _trace_context
 from pdx._graph import Graph, free_refs, is_graph_node, run_with_values, same_leaves
+from pdx._static_layers import to_static_switch
 
 __all__ = ["Gradients", "grad", "no_grad", "value_and_grad"]
 
@@ -694,27 +695,9 @@ def _compiled_for(func, argnums, has_aux: bool, fname: str) -> _CompiledGrad | N
 
 
 # -- pdx.jit's switch -------------------------------------------------------------------------------
-_probe_state = {"ran": False}
-
-
-def _probe():
-    if not _random.in_trace():
-        _probe_state["ran"] = True
-
-
-_PROBE: list = []
-
-
 def _compiling() -> bool:
-    """Whether `pdx.jit` compiles now (`pdx.jit.enable_to_static`): a compiled
-    function runs its Python body only when compilation is off."""
-    if not _PROBE:
-        from pdx.jit import to_static
-
-        _PROBE.append(to_static(_probe))
-    _probe_state["ran"] = False
-    _PROBE[0]()
-    return not _probe_state["ran"]
+    """Whether `pdx.jit` compiles now (`pdx.jit.enable_to_static`; off: gradients run eagerly too)."""
+    return to_static_switch["enabled"]
 
 
 # -- the public functions -------------------------------------------------------------------------------

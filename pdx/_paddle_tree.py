@@ -216,6 +216,9 @@ EXCLUDED: dict[str, str] = {
 NAMES: dict[str, dict[str, str]] = {
     "pdx.jit": {"save": "pdx.export:save_layer", "load": "pdx.export:load_layer",
                 "TranslatedLayer": "pdx.export:TranslatedLayer"},
+    "pdx.device": {name: f"pdx._typed_tensors:{name}" for name in (  # the roof's factories (they call pdx.ops)
+        "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
+        "IntTensor", "LongTensor", "ShortTensor")},
 }
 
 

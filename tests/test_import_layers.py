@@ -28,14 +28,11 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "pdx"
 
-ROOF = frozenset({"pdx", "pdx._tensor", "pdx._typed_tensors", "pdx._framework", "pdx._autograd", "pdx._coverage",
+ROOF = frozenset({"pdx", "pdx._tensor", "pdx._typed_tensors", "pdx._framework", "pdx._coverage",
                   "pdx._paddle_tree", "pdx.cli"})
 
 KNOWN_CYCLES: dict = {}
-KNOWN_ROOF_USES = {
-    ("pdx.autograd", "pdx._autograd"): "pdx.autograd.no_grad wraps the eager gradient's grad mode",
-    ("pdx.device", "pdx._typed_tensors"): "pdx.device re-exports Paddle's typed tensor names",
-}
+KNOWN_ROOF_USES: dict = {}
 
 
 def _module_name(path: pathlib.Path) -> str:

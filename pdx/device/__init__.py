@@ -4,6 +4,9 @@ pdx places arrays with JAX: `set_device` sets JAX's default device, Places
 (`CPUPlace`, `CUDAPlace`, ...) name JAX devices, and every capability query is
 answered from the JAX backends of this process. See README.md.
 
+Paddle's typed tensor factories (`paddle.device.FloatTensor`, ...) are pdx's
+top-level ones, named here by pdx's alias table (`NAMES` in pdx/_paddle_tree.py).
+
 Example:
   >>> import pdx
   >>> pdx.device.set_device("cpu")
@@ -12,18 +15,6 @@ Example:
   'cpu'
 """
 
-from pdx._typed_tensors import (
-    BFloat16Tensor,
-    BoolTensor,
-    ByteTensor,
-    CharTensor,
-    DoubleTensor,
-    FloatTensor,
-    HalfTensor,
-    IntTensor,
-    LongTensor,
-    ShortTensor,
-)
 from pdx.device import cuda
 from pdx.device._device import (
     device_count,
@@ -67,16 +58,6 @@ from pdx.device._guard import (
 from pdx.device._place import CPUPlace, CUDAPinnedPlace, CUDAPlace, CustomPlace, Place, XPUPlace, as_jax_device
 
 __all__ = [
-    "BFloat16Tensor",
-    "BoolTensor",
-    "ByteTensor",
-    "CharTensor",
-    "DoubleTensor",
-    "FloatTensor",
-    "HalfTensor",
-    "IntTensor",
-    "LongTensor",
-    "ShortTensor",
     "device",
     "device_guard",
     "get_device_module",

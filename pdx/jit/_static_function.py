@@ -39,12 +39,12 @@ from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values, s
 from pdx.jit import _dy2static
 from pdx.jit._dy2static import _runtime as _dy2static_runtime
 from pdx.jit._input_spec import InputSpec, check_inputs
-from pdx._static_layers import static_layers
+from pdx._static_layers import static_layers, to_static_switch
 from pdx.nn import Layer
 
 __all__ = ["StaticFunction", "enable_to_static", "not_to_static", "to_static"]
 
-_settings = {"enabled": True}
+_settings = to_static_switch  # read by the eager gradient too (pdx/_autograd.py)
 
 _WHILE_GRAD = (
     "pdx.jit: cannot differentiate (reverse mode) through a loop whose trip count depends on a "
