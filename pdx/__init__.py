@@ -31,7 +31,7 @@ _paddle_tree.install()  # `import pdx.nn.layer.conv`, `pdx.tensor.math`: Paddle'
 _SUBPACKAGES = frozenset({
     "amp", "audio", "autograd", "callbacks", "checkpoint", "device", "distributed", "distribution", "export",
     "fft", "geometric", "hapi", "hub", "incubate", "inference", "io", "jit", "kernels", "linalg", "metric", "models",
-    "nn", "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static",
+    "nn", "onnx", "optimizer", "parallel", "profiler", "quantization", "regularizer", "signal", "sparse", "special", "static",
     "text", "train", "utils", "vision",
 })
 
