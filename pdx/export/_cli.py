@@ -5,6 +5,7 @@
         --target xla --target iree-llvm-cpu --out artifacts/lenet
     pdx export resnet18 --out artifacts/resnet18          # a pdx.models zoo name
     pdx export out/bert-cls --out artifacts/bert          # a pdx.models.save_pretrained directory
+    pdx export resnet18 --target onnx --out artifacts/r18  # also artifacts/r18/model.onnx (pdx.onnx.export)
 
 MODULE:FACTORY names a Layer, or a function/class that returns one when
 called without arguments (`pdx.vision.models:resnet18`,
@@ -38,8 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-spec", action="append", metavar="[NAME:]DIMS[:DTYPE]",
                         help="one per input, e.g. 'image:None,3,224,224:float32' (None, -1 or ? = dynamic); "
                              "zoo models default to their registered inputs")
-    parser.add_argument("--target", action="append", choices=TARGETS, metavar="TARGET",
-                        help=f"repeatable; one of {', '.join(TARGETS)} (xla is always written)")
+    parser.add_argument("--target", action="append", choices=TARGETS + ("onnx",), metavar="TARGET",
+                        help=f"repeatable; one of {', '.join(TARGETS)}, onnx (xla is always written; onnx writes "
+                             "OUT/model.onnx with pdx.onnx.export)")
     parser.add_argument("--out", required=True, metavar="DIR", help="the artifact directory to write")
     parser.add_argument("--weights", metavar="FILE",
                         help="a state dict to load first: safetensors, pdx.save, Paddle .pdparams, or the "
@@ -345,15 +347,22 @@ def run(args: argparse.Namespace) -> int:
         model.eval()
         if args.quantize:
             model = _quantize(model, args.quantize, specs, args.calib, args.calib_batch_size)
-        path = export(model, args.out, specs, targets=tuple(args.target or ("xla",)), name=args.name,
+        targets = [t for t in args.target or ("xla",) if t != "onnx"]
+        path = export(model, args.out, specs, targets=tuple(targets), name=args.name,
                       platforms=tuple(p.strip() for p in args.platforms.split(",") if p.strip()),
                       iree=IreeOptions(batch_sizes=_batch_sizes(args.iree_batch_sizes), batch_split=True if args.iree_batch_split else "auto"),
                       differentiable=not (args.no_differentiable or args.quantize))
+        if "onnx" in (args.target or ()):
+            from pdx.onnx import export as onnx_export
+
+            onnx_file = onnx_export(model, str(path / "model"), specs)
     except Exception as e:  # noqa: BLE001 - the CLI's contract: one line, non-zero exit
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         print(f"pdx export: error: {type(e).__name__}: {first}", file=sys.stderr)
         return 1
     print(summary(path))
+    if "onnx" in (args.target or ()):
+        print(f"    onnx                {onnx_file.name} {_size(onnx_file.stat().st_size)} (symbolic dims)")
     return 0
 
 

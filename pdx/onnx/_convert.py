@@ -8,14 +8,17 @@ jaxpr (`batch`, `dim1`, ... from `None` in the input specs) are read at run
 time from the graph inputs with `Shape` and combined with `Add`/`Mul`/`Div`
 nodes wherever a shape operand needs them.
 
-JAX internals used here (and only here): `_DimExpr._evaluate(env)` evaluates
-a symbolic dim over our runtime dim values; `source_info_util.summarize`
-names the user's line of an equation for error messages.
+JAX internals used here (and only here): `_DimExpr._evaluate(env)` and
+`_get_vars()` evaluate a symbolic dim over our runtime dim values
+(`test_symbolic_dim_arithmetic` checks them); an equation's
+`source_info.traceback.frames` names the model line in error messages.
 """
 
 from __future__ import annotations
 
 import collections
+import os
+import pathlib
 
 import jax
 import numpy as np
@@ -100,6 +103,7 @@ class OnnxGraph:
         self.nodes: list = []
         self.initializers: list = []
         self.where = "the program"  # the equation being converted, for error messages
+        self.origin: str | None = None  # its model line
         self._counts: collections.Counter = collections.Counter()
         self._small: dict = {}  # (dtype, shape, bytes) -> initializer name, for small constants
         self._dim_sources: dict[str, tuple[str, int]] = {}  # symbol -> (graph input, axis)
@@ -166,13 +170,23 @@ class OnnxGraph:
         return self.op("Concat", [self.dim(d) for d in dims], axis=0)
 
 
-def _summarize(eqn) -> str:
-    try:
-        from jax._src import source_info_util
+_LIBRARIES = tuple(str(pathlib.Path(m.__file__).resolve().parent) + os.sep for m in (jax, np))
+_PDX = str(pathlib.Path(__file__).resolve().parents[1]) + os.sep
 
-        return source_info_util.summarize(eqn.source_info)
-    except Exception:  # noqa: BLE001 - a location is a courtesy; the error names the primitive anyway
-        return "an unknown line"
+
+def _summarize(eqn, origin: str | None) -> str:
+    """The model line an equation came from: the innermost frame outside JAX and pdx, else the line of the
+    call it is inlined from (`origin`; JAX keeps 10 frames per equation), else the innermost pdx frame."""
+    try:
+        frames = [f for f in eqn.source_info.traceback.frames
+                  if not os.path.abspath(f.file_name).startswith(_LIBRARIES) and "/jax/" not in f.file_name]
+    except AttributeError:
+        frames = []
+    user = [f for f in frames if not os.path.abspath(f.file_name).startswith(_PDX)]
+    frame = (user or ([] if origin else frames) or [None])[0]
+    if frame is None:
+        return origin or "an unknown line"
+    return f"{frame.file_name}:{frame.line_num} ({frame.function_name})"
 
 
 class _Const:
@@ -197,7 +211,7 @@ def materialize(graph: OnnxGraph, value) -> str:
     return value.name(graph) if isinstance(value, _Const) else value
 
 
-def emit_jaxpr(graph: OnnxGraph, jaxpr, consts, inputs, *, path: str = "") -> list[str]:
+def emit_jaxpr(graph: OnnxGraph, jaxpr, consts, inputs, *, path: str = "", origin: str | None = None) -> list[str]:
     """Emit the equations of `jaxpr` (an open Jaxpr) with its constvars bound to the arrays `consts` and
     its invars to `inputs` (ONNX value names); returns the names of its outputs."""
     from pdx.onnx._rules import RULES, SUPPORTED
@@ -212,7 +226,8 @@ def emit_jaxpr(graph: OnnxGraph, jaxpr, consts, inputs, *, path: str = "") -> li
 
     for i, eqn in enumerate(jaxpr.eqns):
         name = eqn.primitive.name
-        where = f"primitive {name!r} (equation {i}{' of ' + path if path else ''}, from {_summarize(eqn)})"
+        graph.origin = _summarize(eqn, origin)
+        where = f"primitive {name!r} (equation {i}{' of ' + path if path else ''}, from {graph.origin})"
         rule = RULES.get(name)
         if rule is None:
             raise UnsupportedPrimitiveError(

@@ -395,6 +395,11 @@ def _concatenate(graph, eqn, ins):
     return [graph.op("Concat", ins, axis=int(eqn.params["dimension"]))]
 
 
+def _stack(graph, eqn, ins):
+    axis = graph.ints([int(eqn.params["axis"])])
+    return [graph.op("Concat", [graph.op("Unsqueeze", [x, axis]) for x in ins], axis=int(eqn.params["axis"]))]
+
+
 def _pad(graph, eqn, ins):
     config = [(int(lo), int(hi), int(interior)) for lo, hi, interior in eqn.params["padding_config"]]
     if any(interior for _, _, interior in config):
@@ -485,7 +490,7 @@ def _sub_jaxpr(eqn):
 def _inline(graph, eqn, ins):
     jaxpr, consts = _sub_jaxpr(eqn)
     where = graph.where
-    outs = emit_jaxpr(graph, jaxpr, consts, ins, path=eqn.primitive.name)
+    outs = emit_jaxpr(graph, jaxpr, consts, ins, path=eqn.primitive.name, origin=graph.origin)
     graph.where = where
     return outs
 
@@ -509,13 +514,14 @@ def _scan(graph, eqn, ins):
     body_consts = [_Const(c) for c in body.consts]  # written once, read by every step
     carry = [materialize(graph, c) for c in carry]
     xs = [materialize(graph, x) for x in xs]
-    where = graph.where
+    where, origin = graph.where, graph.origin
     steps = range(length - 1, -1, -1) if p["reverse"] else range(length)
     ys_by_step = {}
     for t in steps:
         index = graph.const(np.array(t, np.int64))
         x_t = [graph.op("Gather", [x, index], axis=0) for x in xs]
-        outs = emit_jaxpr(graph, body.jaxpr, body_consts, list(consts) + list(carry) + x_t, path=f"scan step {t}")
+        outs = emit_jaxpr(graph, body.jaxpr, body_consts, list(consts) + list(carry) + x_t, path=f"scan step {t}",
+                          origin=origin)
         graph.where = where
         carry, ys_by_step[t] = outs[:ncarry], outs[ncarry:]
     stacked = []
@@ -559,7 +565,7 @@ RULES: types.MappingProxyType = types.MappingProxyType({
     "reduce_window_max": _reduce_window("max"), "reduce_window_sum": _reduce_window("sum"),
     "broadcast_in_dim": _broadcast_in_dim, "reshape": _reshape, "squeeze": _squeeze, "expand_dims": _expand_dims,
     "transpose": _transpose, "rev": _rev, "slice": _slice, "dynamic_slice": _dynamic_slice,
-    "concatenate": _concatenate, "pad": _pad, "iota": _iota, "split": _split, "gather": _gather,
+    "concatenate": _concatenate, "stack": _stack, "pad": _pad, "iota": _iota, "split": _split, "gather": _gather,
     "pjit": _inline, "jit": _inline, "closed_call": _inline, "core_call": _inline, "remat": _inline,
     "checkpoint": _inline, "custom_jvp_call": _inline, "custom_vjp_call": _inline,
     "custom_vjp_call_jaxpr": _inline, "scan": _scan, "cond": _cond, "while": _while,
