@@ -32,6 +32,10 @@ from pdx.kernels._flash_attention import FLASH_ATTENTION
 from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
+from pdx.kernels._paged_attention import PAGED_ATTENTION
+from pdx.kernels._paged_attention import paged_attention
+from pdx.kernels._paged_attention import paged_attention_reference
+from pdx.kernels._paged_attention import write_kv_pages
 from pdx.kernels import onednn
 from pdx.kernels.onednn import CONV2D_NHWC
 from pdx.kernels.onednn import MATMUL
@@ -52,8 +56,8 @@ onednn.prepare()  # the CPU backend's library is built here, never inside a trac
 
 # Every op's registry, by name.
 OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
-                                                     LINEAR_SOFTMAX_CROSS_ENTROPY, MATMUL, RMS_NORM,
-                                                     SOFTMAX_CROSS_ENTROPY)})
+                                                     LINEAR_SOFTMAX_CROSS_ENTROPY, MATMUL, PAGED_ATTENTION,
+                                                     RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
 del types
 
 __all__ = [
@@ -75,6 +79,8 @@ __all__ = [
     "matmul",
     "matmul_reference",
     "onednn",
+    "paged_attention",
+    "paged_attention_reference",
     "layer_norm",
     "layer_norm_reference",
     "linear_softmax_cross_entropy",
@@ -86,4 +92,5 @@ __all__ = [
     "softmax_cross_entropy",
     "softmax_cross_entropy_reference",
     "use_impl",
+    "write_kv_pages",
 ]

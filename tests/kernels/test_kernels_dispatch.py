@@ -34,8 +34,8 @@ def recording_op(name="test_op", declines=(), prefer_if=None):
 
 
 def test_registries_are_immutable_and_named():
-    assert set(K.OPS) == {"conv2d_nhwc", "flash_attention", "layer_norm", "matmul", "rms_norm",
-                          "softmax_cross_entropy", "linear_softmax_cross_entropy"}
+    assert set(K.OPS) == {"conv2d_nhwc", "flash_attention", "layer_norm", "matmul", "paged_attention",
+                          "rms_norm", "softmax_cross_entropy", "linear_softmax_cross_entropy"}
     for name, op in K.OPS.items():
         assert op.name == name and "xla" in op.implementations
         assert isinstance(op.implementations, types.MappingProxyType)

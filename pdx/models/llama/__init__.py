@@ -3,7 +3,7 @@
     LlamaConfig, PRESETS            hyperparameters ("tiny", "125m", "1b", "7b", "qwen2-tiny", "mistral-tiny")
     LlamaForCausalLM, LlamaModel    the network (state-dict names as Hugging Face's)
     generate                        greedy / top-k / top-p decoding with a KV cache
-    LLMEngine, SamplingParams       continuous batching over a slot-based KV cache (pdx serve --llm)
+    LLMEngine, SamplingParams       continuous batching over a paged KV cache with prefix caching (pdx serve --llm)
     hf_to_pdx, load_hf_safetensors, config_from_hf    import Hugging Face LLaMA / Qwen2 / Mistral weights
     pdx_to_hf, save_hf_pretrained, hf_config          export them (transformers loads the directory)
 """

@@ -1,16 +1,25 @@
-"""LLMEngine: continuous batching over a slot-based KV cache, with compiled prefill and decode steps.
+"""LLMEngine: continuous batching over a paged KV cache, with prefix caching, chunked prefill and preemption.
 
-The KV cache is allocated once: `max_slots` rows of `max_len` positions (the
-memory budget). A request waiting for a free slot is admitted between decode
-steps: its prompt runs alone (prefill, padded to a power-of-two bucket so a
-handful of shapes compile once) into its slot's row, and from then on it
-advances one token per decode step together with every other active slot,
-each row at its own position (`LlamaForCausalLM.decode` with a per-row
-index). A finished request frees its slot at once, so requests join and
-leave the running batch between steps. Sampling (temperature, top-k, top-p,
-greedy at temperature 0) is per row inside one compiled function; each
-request's random stream depends only on its seed, so a request decodes the
-same alone or in a crowd.
+The KV cache is one pool of `num_blocks` blocks of `block_size` tokens per
+layer (`LlamaForCausalLM.init_pages`); a sequence holds
+`ceil(tokens / block_size)` of them, listed in its block table and allocated
+as it grows (`pdx.models.llama._paged`). Full blocks are keyed by their
+prefix: a request whose prompt starts like an earlier one reuses those
+blocks instead of recomputing them, and released blocks stay cached until
+the pool needs room (least recently released first).
+
+Each step runs every sequence that has one token to compute in one compiled
+decode call, and up to `max_prefill_tokens` prompt tokens in one compiled
+prefill call: prompts that arrive together prefill together, and a longer
+prompt is split into chunks over several steps while the running streams
+keep producing tokens. Shapes are padded to powers of two, so a handful of
+programs compile once. When the pool is full, the most recently admitted
+sequence is preempted: its blocks are freed and it goes back to the front of
+the queue with its prompt and generated tokens, recomputed when there is
+room. Sampling (temperature, top-k, top-p, greedy at temperature 0,
+an optional per-request constraint) is per row inside one compiled function;
+each request's random stream depends only on its seed and token count, so a
+request decodes the same alone, in a crowd, or after a preemption.
 
 One worker thread owns the cache and runs the loop; `submit` may be called
 from any thread and reports tokens through the request's callback.
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import threading
 import time
 
@@ -28,12 +38,24 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from pdx.models.llama._paged import BlockPool, BlockTable
+
 __all__ = ["LLMEngine", "SamplingParams"]
+
+MAX_LOGPROBS = 20   # top alternatives a request may ask for (OpenAI's limit)
 
 
 @dataclasses.dataclass(frozen=True)
 class SamplingParams:
-    """Per-request decoding settings (OpenAI's names): temperature 0 = greedy."""
+    """Per-request decoding settings (OpenAI's names): temperature 0 = greedy.
+
+    `logprobs=k` reports the sampled token's log-probability and the `k` most
+    likely alternatives (log_softmax of the raw logits) before each token;
+    `stop_token_ids` end generation (finish "stop", the token not included);
+    `constraint` is an object with `allowed(generated_ids) -> bool mask (V,) |
+    None` (only those tokens may be sampled next) and `finished(generated_ids)
+    -> bool` (True ends generation with "stop"), one fresh object per request.
+    """
 
     max_tokens: int = 16
     temperature: float = 1.0
@@ -41,6 +63,9 @@ class SamplingParams:
     top_k: int = 0
     stop: tuple = ()
     seed: int = 0
+    logprobs: int | None = None
+    stop_token_ids: tuple = ()
+    constraint: object | None = None
 
     def check(self) -> None:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
@@ -53,6 +78,17 @@ class SamplingParams:
             raise ValueError(f"top_k must be an int >= 0; got {self.top_k!r}")
         if not all(isinstance(s, str) and s for s in self.stop) or len(self.stop) > 8:
             raise ValueError(f"stop must be up to 8 non-empty strings; got {list(self.stop)!r}")
+        if self.logprobs is not None and (not isinstance(self.logprobs, int) or isinstance(self.logprobs, bool)
+                                          or not 0 <= self.logprobs <= MAX_LOGPROBS):
+            raise ValueError(f"logprobs must be None or an int in [0, {MAX_LOGPROBS}]; got {self.logprobs!r}")
+        ids = self.stop_token_ids
+        if (not isinstance(ids, (tuple, list)) or len(ids) > 64
+                or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids)):
+            raise ValueError(f"stop_token_ids must be a tuple of up to 64 token ids (ints >= 0); got {ids!r}")
+        c = self.constraint
+        if c is not None and not (callable(getattr(c, "allowed", None)) and callable(getattr(c, "finished", None))):
+            raise ValueError(f"constraint must be None or an object with allowed(ids) and finished(ids) methods; "
+                             f"got {type(c).__name__}")
 
 
 class Request:
@@ -61,43 +97,59 @@ class Request:
     def __init__(self, prompt_ids, params: SamplingParams, on_event):
         self.prompt_ids = list(prompt_ids)
         self.params = params
-        self.on_event = on_event          # on_event(kind, payload): ("token", text_delta) / ("done", reason)
+        self.on_event = on_event          # ("logprobs", {...}) / ("token", text_delta) / ("done", reason)
         self.tokens: list[int] = []
         self.text = ""
         self.finish_reason = None
         self.cancelled = False
         self.arrived = time.monotonic()
         self.first_token_s = None
+        self.preemptions = 0
+        self.cached_tokens = 0            # prompt tokens served from the prefix cache at (last) admission
 
 
-def _prefill_fn(graphdef, state, cache, slot, tokens, last):
-    """Run one padded prompt (1, P) into row `slot` of the cache; logits of its last real token."""
+class _Seq:
+    """A request's place in the engine: its tokens so far (prompt + generated) and its block table."""
+
+    def __init__(self, request: Request, pool: BlockPool):
+        self.request = request
+        self.tokens = list(request.prompt_ids)
+        self.table = BlockTable(pool)
+
+    @property
+    def pending(self) -> int:
+        return len(self.tokens) - self.table.num_computed
+
+
+def _forward_fn(graphdef, state, pages, out, tokens, positions, slots, tables, lens, rows):
+    """Rows of the last T tokens of sequences over the paged cache; each row's last logits go to out[rows[r]].
+
+    out (max_slots, V) collects one step's logits for one sampling call; rows
+    of padding carry an index past its end and are dropped.
+    """
     model = nnx.merge(graphdef, state)
-    axis = 1 if model.config.scan_layers else 0
-    row = jax.tree.map(lambda c: jax.lax.dynamic_slice_in_dim(c, slot, 1, axis=axis), cache)
-    logits, row = model.decode(tokens, row, jnp.int32(0))
-    cache = jax.tree.map(lambda c, r: jax.lax.dynamic_update_slice_in_dim(c, r, slot, axis=axis), cache, row)
-    return logits[0, last].astype(jnp.float32), cache
+    hidden, pages = model.model.paged_forward(tokens, positions, pages, slots, tables, lens)
+    logits = model.head(hidden[:, -1]).astype(jnp.float32)
+    return out.at[rows].set(logits, mode="drop"), pages
 
 
-def _decode_fn(graphdef, state, cache, tokens, index):
-    """One token for every slot: tokens (S, 1) at positions index (S,) -> logits (S, V)."""
-    logits, cache = nnx.merge(graphdef, state).decode(tokens, cache, index)
-    return logits[:, -1].astype(jnp.float32), cache
+# The pages are donated: each step writes the new keys/values in place instead of copying the pool.
+_forward = jax.jit(_forward_fn, static_argnums=0, donate_argnums=(2, 3))
 
 
-# The cache is donated: each step updates it in place instead of copying max_slots x max_len per layer.
-_prefill = jax.jit(_prefill_fn, static_argnums=0, donate_argnums=2)
-_decode = jax.jit(_decode_fn, static_argnums=0, donate_argnums=2)
-
-
-@jax.jit
-def _sample(logits, seeds, counters, temperature, top_k, top_p):
+@functools.partial(jax.jit, static_argnames="top_n")
+def _sample(logits, seeds, counters, temperature, top_k, top_p, mask=None, *, top_n=0):
     """Next token per row with that row's settings; temperature 0 rows take the argmax.
 
     Row r draws with key fold_in(key(seeds[r]), counters[r]): a request's stream
     depends on its seed and how many tokens it has, not on its neighbours.
+    `mask` (rows, V) bool keeps only the allowed tokens. With `top_n`, also
+    the chosen token's log-probability and the `top_n` best (log_softmax of
+    the unmasked logits).
     """
+    raw = logits
+    if mask is not None:
+        logits = jnp.where(mask, logits, -jnp.inf)
     keys = jax.vmap(lambda s, c: jax.random.fold_in(jax.random.key(s), c))(seeds, counters)
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
     scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
@@ -110,22 +162,54 @@ def _sample(logits, seeds, counters, temperature, top_k, top_p):
     ranked = jnp.where(before >= top_p[:, None], -jnp.inf, ranked)
     choice = jax.vmap(lambda k, row: jax.random.categorical(k, row))(keys, ranked)
     sampled = jnp.take_along_axis(order, choice[:, None], axis=-1)[:, 0].astype(jnp.int32)
-    return jnp.where(temperature == 0, greedy, sampled)
+    token = jnp.where(temperature == 0, greedy, sampled)
+    if not top_n:
+        return token, None, None, None
+    logp = jax.nn.log_softmax(raw, axis=-1)
+    best, best_ids = jax.lax.top_k(logp, top_n)
+    return token, jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0], best, best_ids
 
 
-def _bucket(n: int) -> int:
-    return max(8, 1 << (n - 1).bit_length())
+def _bucket(n: int, low: int = 1) -> int:
+    """The power of 4 (at least `low`) that holds n: few shapes, so few compiles."""
+    size = low
+    while size < n:
+        size *= 4
+    return size
+
+
+def _byte_decoder() -> dict:
+    """The byte-level BPE alphabet (GPT-2's printable stand-ins for bytes) -> byte value."""
+    keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars, extra = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(keep, chars)}
+
+
+_BYTES = _byte_decoder()
+_GREEDY = SamplingParams(temperature=0.0)
 
 
 class LLMEngine:
-    """Continuous-batching generation for a LlamaForCausalLM and its Tokenizer.
+    """Continuous-batching generation for a LlamaForCausalLM and its Tokenizer, over a paged KV cache.
 
     Args:
       model: a `LlamaForCausalLM` (put in eval mode).
       tokenizer: a `pdx.text.Tokenizer` (its EOS ends a request).
-      max_slots: requests decoded at once (rows of the KV cache).
-      max_len: positions per slot: prompt + generated tokens must fit.
+      max_slots: sequences decoded at once.
+      max_len: positions per sequence: prompt + generated tokens must fit.
       max_queue: requests waiting for a slot; `submit` raises `QueueFull` beyond.
+      block_size: tokens per KV block.
+      num_blocks: KV blocks in the pool; None holds `max_slots` full-length sequences.
+        Fewer blocks use less memory: sequences are preempted (and later
+        recomputed) when the pool runs out.
+      enable_prefix_caching: reuse the blocks of a prompt's prefix computed earlier.
+      max_prefill_tokens: prompt tokens computed per step (longer prompts are chunked).
+      speculative: reserved for speculative decoding; must be None.
 
     Example:
       >>> from pdx.models.llama import LlamaForCausalLM, LLMEngine, SamplingParams
@@ -134,34 +218,56 @@ class LLMEngine:
       >>> engine = LLMEngine(LlamaForCausalLM("tiny"), tok, max_slots=2, max_len=32)
       >>> len(engine.generate(tok.encode("hello"), SamplingParams(max_tokens=4, temperature=0))[0]) <= 4
       True
+      >>> engine.kv_usage()["blocks_used"]
+      0
       >>> engine.close()
     """
 
     class QueueFull(RuntimeError):
         """All slots are busy and the waiting queue is full."""
 
-    def __init__(self, model, tokenizer, *, max_slots: int = 16, max_len: int = 256, max_queue: int = 256):
-        for name, value in (("max_slots", max_slots), ("max_len", max_len), ("max_queue", max_queue)):
-            if not isinstance(value, int) or value < 1:
+    def __init__(self, model, tokenizer, *, max_slots: int = 16, max_len: int = 256, max_queue: int = 256,
+                 block_size: int = 16, num_blocks: int | None = None, enable_prefix_caching: bool = True,
+                 max_prefill_tokens: int = 512, speculative=None):
+        for name, value in (("max_slots", max_slots), ("max_len", max_len), ("max_queue", max_queue),
+                            ("block_size", block_size), ("max_prefill_tokens", max_prefill_tokens)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"LLMEngine: {name} must be a positive int; got {value!r}")
         if max_len > model.config.max_position_embeddings:
             raise ValueError(f"LLMEngine: max_len={max_len} exceeds the model's max_position_embeddings="
                              f"{model.config.max_position_embeddings}")
+        self._max_blocks = -(-max_len // block_size)
+        num_blocks = max_slots * self._max_blocks if num_blocks is None else num_blocks
+        if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < self._max_blocks:
+            raise ValueError(f"LLMEngine: num_blocks must be an int >= {self._max_blocks} (one max_len={max_len} "
+                             f"sequence in blocks of {block_size}); got {num_blocks!r}")
+        if speculative is not None:
+            raise ValueError(f"LLMEngine: speculative decoding is not available; pass speculative=None "
+                             f"(got {speculative!r})")
         model.eval()
         self.model, self.tokenizer = model, tokenizer
         self._graphdef, self._state = nnx.split(model)
         self.max_slots, self.max_len, self.max_queue = max_slots, max_len, max_queue
+        self.block_size, self.num_blocks, self.max_prefill_tokens = block_size, num_blocks, max_prefill_tokens
+        self.enable_prefix_caching = bool(enable_prefix_caching)
         self.eos = tokenizer.eos_token_id
-        self._cache = model.init_cache(max_slots, max_len)
-        self._slots: list[Request | None] = [None] * max_slots
-        self._pos = np.zeros(max_slots, np.int32)
-        self._last = np.zeros(max_slots, np.int32)
-        self._waiting: collections.deque[Request] = collections.deque()
+        self.vocab_size = model.config.vocab_size
+        self._new_cache()
+        c = model.config
+        self._block_bytes = 2 * c.num_hidden_layers * block_size * c.num_key_value_heads * c.head_dim * 4
+        self._running: list[_Seq] = []           # admission order: the last is preempted first
+        self._waiting: collections.deque[_Seq] = collections.deque()
         self._cond = threading.Condition()
         self._stop = False
-        self.stats = {"decode_steps": 0, "prefills": 0, "generated_tokens": 0, "finished": 0}
+        self.stats = {"decode_steps": 0, "prefills": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
+                      "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0}
         self._thread = threading.Thread(target=self._loop, name="pdx-llm-engine", daemon=True)
         self._thread.start()
+
+    def _new_cache(self) -> None:
+        self.pool = BlockPool(self.num_blocks, self.block_size, enable_prefix_caching=self.enable_prefix_caching)
+        self._pages = self.model.init_pages(self.num_blocks, self.block_size)
+        self._logits = jnp.zeros((self.max_slots, self.model.config.vocab_size), jnp.float32)
 
     # -- submitting ----------------------------------------------------------------------------------
     def submit(self, prompt_ids, params: SamplingParams, on_event) -> Request:
@@ -177,11 +283,14 @@ class LLMEngine:
         if n + params.max_tokens > self.max_len:
             raise ValueError(f"prompt ({n} tokens) + max_tokens ({params.max_tokens}) exceeds the context length "
                              f"{self.max_len}; shorten the prompt or lower max_tokens")
+        bad = [i for i in params.stop_token_ids if i >= self.vocab_size]
+        if bad:
+            raise ValueError(f"stop_token_ids {bad} are outside the vocabulary (size {self.vocab_size})")
         request = Request(prompt_ids, params, on_event)
         with self._cond:
             if len(self._waiting) >= self.max_queue:
                 raise LLMEngine.QueueFull(f"{len(self._waiting)} requests are waiting (max_queue={self.max_queue})")
-            self._waiting.append(request)
+            self._waiting.append(_Seq(request, self.pool))
             self._cond.notify()
         return request
 
@@ -193,9 +302,18 @@ class LLMEngine:
         return request.tokens, request.text, request.finish_reason
 
     def load(self) -> dict:
-        """Active slots and waiting requests now."""
+        """Active sequences and waiting requests now."""
         with self._cond:
-            return {"active": sum(s is not None for s in self._slots), "waiting": len(self._waiting)}
+            return {"active": len(self._running), "waiting": len(self._waiting)}
+
+    def kv_usage(self) -> dict:
+        """The KV pool now: blocks in use, free blocks still holding a cached prefix, tokens held, bytes in use."""
+        with self._cond:
+            used = self.pool.num_used()
+            return {"block_size": self.block_size, "blocks_total": self.num_blocks, "blocks_used": used,
+                    "blocks_cached_free": self.pool.num_cached_free(),
+                    "tokens_held": sum(s.table.num_computed for s in self._running),
+                    "kv_bytes_used": used * self._block_bytes}
 
     def close(self) -> None:
         with self._cond:
@@ -207,66 +325,167 @@ class LLMEngine:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._stop and not self._waiting and all(s is None for s in self._slots):
+                while not self._stop and not self._waiting and not self._running:
                     self._cond.wait()
                 if self._stop:
                     return
-                admitted = []
-                for i in range(self.max_slots):
-                    if self._slots[i] is None and self._waiting:
-                        self._slots[i] = self._waiting.popleft()
-                        admitted.append(i)
+                decode, prefill = self._schedule()
             try:
-                for i in admitted:
-                    self._prefill(i)
-                if any(s is not None for s in self._slots):
-                    self._step()
+                self._run(decode, prefill)
             except Exception as e:  # a failing model call ends its requests, never the server
-                for i, request in enumerate(self._slots):
-                    if request is not None:
-                        self._finish(i, f"error: {type(e).__name__}: {e}")
+                with self._cond:
+                    for seq in list(self._running):
+                        self._finish(seq, f"error: {type(e).__name__}: {e}")
+                    self._new_cache()  # the donated pages may be gone; cached prefixes go with them
 
-    def _pick(self, logits, rows):
-        seeds = np.asarray([r.params.seed for r in rows], np.uint32)
-        counters = np.asarray([len(r.tokens) for r in rows], np.uint32)
-        t = np.asarray([r.params.temperature for r in rows], np.float32)
-        k = np.asarray([r.params.top_k for r in rows], np.int32)
-        p = np.asarray([r.params.top_p for r in rows], np.float32)
-        return np.asarray(_sample(logits, seeds, counters, t, k, p))
+    def _schedule(self):
+        """This step's rows: (seq, tokens to compute) for decode (1 token) and for prefill (chunks)."""
+        for seq in [s for s in self._waiting if s.request.cancelled]:
+            self._waiting.remove(seq)
+            self._finish(seq, "cancelled")
+        for seq in [s for s in self._running if s.request.cancelled]:
+            self._finish(seq, "cancelled")
+        decode, prefill = [], []
+        budget, preempted, i = self.max_prefill_tokens, False, 0
+        while i < len(self._running):
+            seq = self._running[i]
+            n = 1 if seq.pending == 1 else min(seq.pending, budget)
+            if n == 0:
+                i += 1
+                continue
+            while not seq.table.reserve(seq.table.num_computed + n):
+                victim = self._running[-1]
+                self._preempt(victim)
+                preempted = True
+                if victim is seq:
+                    break
+            if seq in self._running:
+                (decode if seq.pending == 1 else prefill).append((seq, n))
+                budget -= n if seq.pending > 1 else 0
+            i += 1
+        while self._waiting and not preempted and len(self._running) < self.max_slots and budget > 0:
+            seq = self._waiting[0]
+            seq.table = BlockTable(self.pool)  # waiting sequences hold no blocks
+            cached = seq.table.match_prefix(seq.tokens)
+            n = 1 if seq.pending == 1 else min(seq.pending, budget)
+            if not seq.table.reserve(cached + n):
+                seq.table.free()
+                break
+            self._waiting.popleft()
+            self._running.append(seq)
+            seq.request.cached_tokens = cached
+            self.stats["prompt_tokens"] += len(seq.tokens)
+            self.stats["prefix_cached_tokens"] += cached
+            (decode if seq.pending == 1 else prefill).append((seq, n))
+            budget -= n if seq.pending > 1 else 0
+        return decode, prefill
 
-    def _prefill(self, i: int) -> None:
-        request = self._slots[i]
-        n = len(request.prompt_ids)
-        padded = np.zeros((1, min(_bucket(n), self.max_len)), np.int32)
-        padded[0, :n] = request.prompt_ids
-        logits, self._cache = _prefill(self._graphdef, self._state, self._cache, jnp.int32(i), jnp.asarray(padded),
-                                       jnp.int32(n - 1))
-        self.stats["prefills"] += 1
-        self._pos[i] = n
-        self._accept(i, int(self._pick(logits[None], [request])[0]))
+    def _preempt(self, seq: _Seq) -> None:
+        self._running.remove(seq)
+        seq.table.free()
+        seq.request.preemptions += 1
+        self.stats["preemptions"] += 1
+        self._waiting.appendleft(seq)
 
-    def _step(self) -> None:
-        live = [i for i, s in enumerate(self._slots) if s is not None]
-        tokens = jnp.asarray(self._last[:, None])
-        logits, self._cache = _decode(self._graphdef, self._state, self._cache, tokens, jnp.asarray(self._pos))
-        self.stats["decode_steps"] += 1
-        rows = [self._slots[i] if self._slots[i] is not None else _IDLE for i in range(self.max_slots)]
-        picked = self._pick(logits, rows)
-        for i in live:
-            self._pos[i] += 1
-            self._accept(i, int(picked[i]))
+    def _rows(self, rows, width: int, b: int):
+        """Padded arrays (b rows) for `rows` of (seq, n): each row's n tokens placed last in a row of `width`."""
+        bs = self.block_size
+        tokens = np.zeros((b, width), np.int32)
+        slots = np.full((b, width), -1, np.int32)
+        tables = np.zeros((b, self._max_blocks), np.int32)
+        lens = np.zeros(b, np.int32)
+        for r, (seq, n) in enumerate(rows):
+            start = seq.table.num_computed
+            pos = np.arange(start, start + n)
+            blocks = np.asarray(seq.table.block_ids, np.int32)
+            tokens[r, width - n:] = seq.tokens[start:start + n]
+            slots[r, width - n:] = blocks[pos // bs] * bs + pos % bs
+            tables[r, :len(blocks)] = blocks
+            lens[r] = start + n
+        positions = np.maximum(lens[:, None] - width + np.arange(width), 0).astype(np.int32)
+        return tokens, positions, slots, tables, lens
 
-    def _accept(self, i: int, token: int) -> None:
-        request = self._slots[i]
+    def _call(self, rows, width: int, first: int):
+        """Run rows of (seq, n tokens); their logits land in rows first.. of the step's logits buffer."""
+        b = min(_bucket(len(rows)), self.max_slots)
+        dest = np.full(b, self.max_slots, np.int32)
+        dest[:len(rows)] = np.arange(first, first + len(rows))
+        self._logits, self._pages = _forward(self._graphdef, self._state, self._pages, self._logits,
+                                             *self._rows(rows, width, b), dest)
+
+    def _run(self, decode, prefill) -> None:
+        if decode:
+            self._call(decode, 1, 0)
+            self.stats["decode_steps"] += 1
+        done = [seq for seq, n in prefill if seq.pending == n]   # prompts whose last chunk runs now
+        if prefill:
+            # rows of prompts finished now come first: their logits are sampled
+            prefill = sorted(prefill, key=lambda row: row[0].pending != row[1])
+            width = min(_bucket(max(n for _, n in prefill), 16), self.max_prefill_tokens)
+            self._call(prefill, width, len(decode))
+            self.stats["prefills"] += 1
+            self.stats["prefill_tokens"] += sum(n for _, n in prefill)
+        ready = [seq for seq, _ in decode] + done
+        picked = self._pick(ready) if ready else []
+        with self._cond:
+            for seq, n in decode + prefill:
+                seq.table.commit(seq.tokens, seq.table.num_computed + n)
+            for seq, (token, logprobs) in zip(ready, picked):
+                self._accept(seq, token, logprobs)
+
+    def _pick(self, seqs):
+        """(token, logprobs or None) for the sequences whose logits are rows 0.. of the step's buffer."""
+        pad = self.max_slots - len(seqs)
+        params = [seq.request.params for seq in seqs] + [_GREEDY] * pad
+        counts = [len(seq.request.tokens) for seq in seqs] + [0] * pad
+        mask = None
+        for r, seq in enumerate(seqs):
+            constraint = seq.request.params.constraint
+            allowed = None if constraint is None else constraint.allowed(list(seq.request.tokens))
+            if allowed is not None:
+                mask = np.ones((self.max_slots, self.vocab_size), bool) if mask is None else mask
+                mask[r] = self._mask(allowed, self.vocab_size)
+        top_n = MAX_LOGPROBS if any(p.logprobs is not None for p in params) else 0
+        out = _sample(self._logits, np.asarray([p.seed for p in params], np.uint32), np.asarray(counts, np.uint32),
+                      np.asarray([p.temperature for p in params], np.float32),
+                      np.asarray([p.top_k for p in params], np.int32),
+                      np.asarray([p.top_p for p in params], np.float32), mask, top_n=top_n)
+        token = np.asarray(out[0])
+        best = [np.asarray(o) for o in out[1:]] if top_n else None
+        return [(int(token[r]), None if best is None or seq.request.params.logprobs is None
+                 else (float(best[0][r]), best[1][r], best[2][r])) for r, seq in enumerate(seqs)]
+
+    @staticmethod
+    def _mask(allowed, vocab: int):
+        allowed = np.asarray(allowed)
+        if allowed.dtype != bool or allowed.shape[-1] > vocab or allowed.ndim != 1:
+            raise ValueError(f"constraint.allowed must return None or a bool array of shape ({vocab},); got "
+                             f"{allowed.dtype} {allowed.shape}")
+        return np.pad(allowed, (0, vocab - allowed.shape[0]))
+
+    def _token_info(self, token: int, logprob: float) -> dict:
+        piece = self.tokenizer.id_to_token(token) or ""
+        data = [_BYTES[ch] for ch in piece] if piece and all(ch in _BYTES for ch in piece) else \
+            list(self.tokenizer.decode([token]).encode("utf-8"))
+        return {"token_id": token, "token": self.tokenizer.decode([token]), "bytes": data, "logprob": logprob}
+
+    def _accept(self, seq: _Seq, token: int, logprobs) -> None:
+        request = seq.request
         if request.cancelled:
-            return self._finish(i, "cancelled")
+            return self._finish(seq, "cancelled")
         if request.first_token_s is None:
             request.first_token_s = time.monotonic() - request.arrived
         self.stats["generated_tokens"] += 1
-        if token == self.eos:
-            return self._finish(i, "stop")
+        if token == self.eos or token in request.params.stop_token_ids:
+            return self._finish(seq, "stop")
         request.tokens.append(token)
-        self._last[i] = token
+        seq.tokens.append(token)
+        if logprobs is not None:
+            chosen, best, best_ids = logprobs
+            info = self._token_info(token, chosen)
+            info["top"] = [self._token_info(int(i), float(lp))
+                           for i, lp in zip(best_ids[:request.params.logprobs], best[:request.params.logprobs])]
+            request.on_event("logprobs", info)
         text = self.tokenizer.decode(request.tokens)
         if text.endswith("\ufffd"):  # an incomplete UTF-8 sequence: wait for its next byte
             delta = ""
@@ -277,27 +496,21 @@ class LLMEngine:
             if cut != -1:
                 delta = delta[: max(0, len(delta) - (len(request.text) - cut))]
                 request.text = request.text[:cut]
-                if delta:
+                if delta or logprobs is not None:
                     request.on_event("token", delta)
-                return self._finish(i, "stop")
-        if delta:
+                return self._finish(seq, "stop")
+        if delta or logprobs is not None:
             request.on_event("token", delta)
-        if len(request.tokens) >= request.params.max_tokens or self._pos[i] >= self.max_len:
-            self._finish(i, "length")
+        if request.params.constraint is not None and request.params.constraint.finished(request.tokens):
+            return self._finish(seq, "stop")
+        if len(request.tokens) >= request.params.max_tokens or len(seq.tokens) >= self.max_len:
+            self._finish(seq, "length")
 
-    def _finish(self, i: int, reason: str) -> None:
-        request = self._slots[i]
-        self._slots[i] = None
-        self._pos[i] = 0
-        self._last[i] = 0
+    def _finish(self, seq: _Seq, reason: str) -> None:
+        if seq in self._running:
+            self._running.remove(seq)
+        seq.table.free()
+        request = seq.request
         request.finish_reason = reason
         self.stats["finished"] += 1
         request.on_event("done", reason)
-
-
-class _Idle:
-    params = SamplingParams(temperature=0.0)
-    tokens: list = []
-
-
-_IDLE = _Idle()

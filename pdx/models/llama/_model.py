@@ -120,6 +120,19 @@ class LlamaAttention(Layer):
         out = jnp.einsum("bhgst,bhtd->bhgsd", probs, v_cache).transpose(0, 3, 1, 2, 4)  # (B, S, kv_heads, group, D)
         return self.o_proj(out.reshape(b, s, -1).astype(x.dtype)), (k_cache, v_cache)
 
+    def paged_decode(self, x, cos, sin, pages, slot_mapping, block_tables, context_lens):
+        """Write x's keys/values into the page pool at `slot_mapping`, then attend over each row's blocks.
+
+        pages: (keys, values), each (num_blocks, block_size, kv_heads, head_dim).
+        x (B, T, hidden) holds the last T tokens of each row (padding first,
+        with slot -1); see `pdx.kernels.paged_attention` for the layout.
+        """
+        q, k, v = self._qkv(x, cos, sin)
+        k_pages, v_pages = kernels.write_kv_pages(pages[0], pages[1], k, v, slot_mapping)
+        out = kernels.paged_attention(q, k_pages, v_pages, block_tables, context_lens,
+                                      sliding_window=self.config.sliding_window)
+        return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1).astype(x.dtype)), (k_pages, v_pages)
+
 
 class LlamaMLP(Layer):
     """SwiGLU feed-forward: down(silu(gate(x)) * up(x))."""
@@ -159,6 +172,11 @@ class LlamaDecoderLayer(Layer):
         attn, cache = self.self_attn.decode(self.input_layernorm(x), cos, sin, cache, index)
         x = x + attn
         return x + self.mlp(self.post_attention_layernorm(x)), cache
+
+    def paged_decode(self, x, cos, sin, pages, *tables):
+        attn, pages = self.self_attn.paged_decode(self.input_layernorm(x), cos, sin, pages, *tables)
+        x = x + attn
+        return x + self.mlp(self.post_attention_layernorm(x)), pages
 
 
 class LlamaModel(Layer):
@@ -205,6 +223,21 @@ class LlamaModel(Layer):
             x, layer_cache = layer.decode(x, cos, sin, layer_cache, index)
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
+
+    def paged_forward(self, input_ids, positions, pages, slot_mapping, block_tables, context_lens):
+        """Hidden states of input_ids (B, T) at `positions` (B, T) over the paged KV cache; the updated pages."""
+        c = self.config
+        cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
+        x = self.embed_tokens(input_ids)
+        tables = (slot_mapping, block_tables, context_lens)
+        if isinstance(self.layers, LayerStack):  # pages: (keys, values), each (L, num_blocks, block_size, kv_heads, D)
+            x, pages = self.layers.scan(lambda layer, h, p: layer.paged_decode(h, cos, sin, p, *tables), x, pages)
+            return self.norm(x), pages
+        new_pages = []
+        for layer, layer_pages in zip(self.layers, pages):
+            x, layer_pages = layer.paged_decode(x, cos, sin, layer_pages, *tables)
+            new_pages.append(layer_pages)
+        return self.norm(x), new_pages
 
 
 class LlamaForCausalLM(Layer):
@@ -299,6 +332,31 @@ class LlamaForCausalLM(Layer):
         """Logits of input_ids placed at positions index.. with the cache, and the updated cache."""
         hidden, cache = self.model.decode(input_ids, cache, index)
         return self.head(hidden), cache
+
+    def init_pages(self, num_blocks: int, block_size: int, dtype=jnp.float32):
+        """An empty paged KV cache: per layer (keys, values), each (num_blocks, block_size, kv_heads, head_dim).
+
+        With `scan_layers` one stacked pair, each (num_layers, num_blocks, block_size, kv_heads, head_dim).
+        """
+        c = self.config
+        shape = (num_blocks, block_size, c.num_key_value_heads, c.head_dim)
+        if c.scan_layers:
+            shape = (c.num_hidden_layers,) + shape
+            return jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)
+        return [(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)) for _ in range(c.num_hidden_layers)]
+
+    def paged_forward(self, input_ids, positions, pages, slot_mapping, block_tables, context_lens):
+        """Logits of input_ids (B, T) over a paged KV cache, and the updated pages.
+
+        Row b holds the last T tokens of sequence b (real tokens last, padding
+        first): `positions` (B, T) their positions, `slot_mapping` (B, T) the
+        flat slots (block_id * block_size + offset, -1 for padding) their
+        keys/values go to, `block_tables` (B, max_blocks) the sequence's
+        blocks in order and `context_lens` (B,) its tokens including these.
+        `pages` comes from `init_pages`; see `pdx.kernels.paged_attention`.
+        """
+        hidden, pages = self.model.paged_forward(input_ids, positions, pages, slot_mapping, block_tables, context_lens)
+        return self.head(hidden), pages
 
     def generate(self, input_ids, max_new_tokens: int = 20, **kwargs):
         """Continue `input_ids` (B, P); see `pdx.models.llama.generate` for the options."""
