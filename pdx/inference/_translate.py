@@ -9,6 +9,7 @@ import jax
 import numpy as np
 
 from pdx.inference._ops import OPS, is_static
+from pdx.inference._program_desc import read_program_desc
 from pdx.inference._program_file import (
     ModelFormatError,
     Program,
@@ -18,15 +19,16 @@ from pdx.inference._program_file import (
 
 __all__ = ["PaddleProgram", "find_model_files", "is_paddle_model"]
 
-_PROGRAM_SUFFIXES = (".json",)
+_PROGRAM_SUFFIXES = (".json", ".pdmodel")
 
 
 def find_model_files(path, params_file=None) -> tuple[Path, Path]:
     """(program file, params file) for a model directory, a path prefix, or a program file.
 
-    A directory holds one `*.json` program (Paddle's `inference.json` or
-    `model.json`) next to its `.pdiparams`; a prefix `dir/model` names
-    `dir/model.json` and `dir/model.pdiparams`.
+    A directory holds one program, PIR JSON (`inference.json`, `model.json`) or
+    legacy ProgramDesc (`model.pdmodel`), next to its `.pdiparams`; a prefix
+    `dir/model` names `dir/model.json` (or, when only that exists,
+    `dir/model.pdmodel`) and `dir/model.pdiparams`.
     """
     path = Path(path)
     if params_file is not None:
@@ -36,19 +38,24 @@ def find_model_files(path, params_file=None) -> tuple[Path, Path]:
                           and p.with_suffix(".pdiparams").exists())
         if len(programs) != 1:
             found = [p.name for p in programs]
-            raise ModelFormatError(f"{str(path)!r}: expected one Paddle program (*.json with a .pdiparams next to "
+            raise ModelFormatError(f"{str(path)!r}: expected one Paddle program (*.json or *.pdmodel with a "
+                                   ".pdiparams next to "
                                    f"it), found {found or 'none'}; pass Config(model_file, params_file)")
         return programs[0], programs[0].with_suffix(".pdiparams")
     if path.suffix in _PROGRAM_SUFFIXES:
         return path, path.with_suffix(".pdiparams")
-    if path.suffix == ".pdmodel":
-        raise ModelFormatError(f"{str(path)!r}: the ProgramDesc protobuf format (.pdmodel) is not read yet; save "
-                               "with paddle 3.x's default PIR format (paddle.jit.save writes model.json)")
+    if not Path(f"{path}.json").exists() and Path(f"{path}.pdmodel").exists():
+        return Path(f"{path}.pdmodel"), Path(f"{path}.pdiparams")
     return Path(f"{path}.json"), Path(f"{path}.pdiparams")
 
 
+def _read_any_program(path) -> Program:
+    """The PIR JSON program, or the legacy ProgramDesc protobuf for a `.pdmodel` file."""
+    return read_program_desc(path) if Path(path).suffix == ".pdmodel" else read_program(path)
+
+
 def is_paddle_model(path) -> bool:
-    """True when `path` (a directory, prefix or program file) names a Paddle-saved PIR model."""
+    """True when `path` (a directory, prefix or program file) names a Paddle-saved model (PIR JSON or ProgramDesc)."""
     try:
         program, params = find_model_files(path)
     except (ModelFormatError, OSError):
@@ -61,7 +68,7 @@ class PaddleProgram:
     """A saved Paddle program with its parameters, callable as a pure JAX function.
 
     Args:
-      model_file: the PIR JSON program (`model.json`).
+      model_file: the PIR JSON program (`model.json`) or the legacy ProgramDesc (`model.pdmodel`).
       params_file: its `.pdiparams` stream.
 
     Attributes:
@@ -74,7 +81,7 @@ class PaddleProgram:
     """
 
     def __init__(self, model_file, params_file):
-        self.program: Program = read_program(model_file)
+        self.program: Program = _read_any_program(model_file)
         unknown = [(op.index, op.name) for op in self.program.ops if op.name not in OPS]
         if unknown:
             index, name = unknown[0]
