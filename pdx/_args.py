@@ -18,26 +18,62 @@ import numpy as np
 
 from pdx._dtype import convert_dtype
 
-__all__ = ["ArgumentError", "AxisError", "ShapeError", "argument_error", "as_array", "int_list",
-           "is_int", "normalize_axis", "ntuple", "op_error", "static_int"]
+__all__ = ["ArgumentError", "AttrTypeError", "AxisError", "OpError", "ShapeError", "argument_error", "as_array", "attr_error", "int_list",
+           "is_int", "normalize_axis", "ntuple", "number", "op_error", "static_int"]
 
 
-class ArgumentError(TypeError, ValueError):
+class _PaddleCategory:
+    """Shows Paddle's error category after the message: `pdx.argmax: ... (InvalidArgument)`.
+
+    Paddle's errors carry their category in the text (`(InvalidArgument) ...`,
+    `(InvalidType) ...`), and ported code and Paddle's own tests look for it there;
+    pdx's teaching message comes first, the category last.
+    """
+
+    category = ""
+
+    def __str__(self):
+        text = super().__str__()
+        tag = f"({self.category})"
+        return text if tag in text else f"{text} {tag}"
+
+
+class ArgumentError(_PaddleCategory, TypeError, ValueError):
     """An argument of the wrong type or dtype (a string where a tensor goes, a float index).
 
     A TypeError by Python's convention and a ValueError as Paddle's eager ops raise for it,
     so `except TypeError` and Paddle's `assertRaises(ValueError)` both catch it.
+    A tensor argument of the wrong kind is Paddle's InvalidArgument.
     """
 
+    category = "InvalidArgument"
 
-class AxisError(ValueError, IndexError):
+
+class AttrTypeError(ArgumentError):
+    """A scalar or list attribute of the wrong type (`axis="1"`, `threshold="0.5"`, `offset=2.5`):
+    Paddle's category for those is InvalidType."""
+
+    category = "InvalidType"
+
+
+class OpError(_PaddleCategory, ValueError):
+    """A value an op cannot take (`op_error`): Paddle's ValueError with category InvalidArgument."""
+
+    category = "InvalidArgument"
+
+
+class AxisError(_PaddleCategory, ValueError, IndexError):
     """An axis out of range: Paddle raises ValueError for most ops and IndexError for some
     (`gather`, `cumsum`); numpy's AxisError is both as well."""
 
+    category = "InvalidArgument"
 
-class ShapeError(ValueError, TypeError):
+
+class ShapeError(_PaddleCategory, ValueError, TypeError):
     """A shape that does not fit (`x.reshape([4, 2])` of 6 elements): Paddle's ValueError,
     and JAX's TypeError for its own reshape method."""
+
+    category = "InvalidArgument"
 
 
 def is_int(v) -> bool:
@@ -64,14 +100,19 @@ def ntuple(value, n: int, *, op: str, name: str, minimum: int | None = None) -> 
     return out
 
 
-def op_error(op: str, message: str) -> ValueError:
-    """A ValueError that names the op, e.g. `matmul: x.shape=(2, 3) ...`."""
-    return ValueError(f"pdx.{op}: {message}")
+def op_error(op: str, message: str) -> OpError:
+    """A ValueError that names the op, e.g. `pdx.matmul: x.shape=(2, 3) ... (InvalidArgument)`."""
+    return OpError(f"pdx.{op}: {message}")
 
 
 def argument_error(op: str, message: str) -> ArgumentError:
     """An ArgumentError that names the op, e.g. `pdx.gather: `index` must be an integer tensor`."""
     return ArgumentError(f"pdx.{op}: {message}")
+
+
+def attr_error(op: str, message: str) -> AttrTypeError:
+    """An AttrTypeError that names the op, e.g. `pdx.zeros: `shape` entries must be ints ...`."""
+    return AttrTypeError(f"pdx.{op}: {message}")
 
 
 def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
@@ -95,7 +136,7 @@ def as_array(x, *, name: str = "x", op: str = "op", dtype=None) -> jax.Array:
 def normalize_axis(axis: int, ndim: int, *, op: str, name: str = "axis") -> int:
     """Map a possibly negative axis into [0, ndim) or raise naming the op."""
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {axis!r}")
+        raise AttrTypeError(f"pdx.{op}: `{name}` must be an int; got {axis!r}")
     if not -max(ndim, 1) <= axis < max(ndim, 1):
         raise AxisError(f"pdx.{op}: `{name}`={axis} is out of range for a tensor of rank {ndim} "
                         f"(valid: {-max(ndim, 1)} .. {max(ndim, 1) - 1})")
@@ -109,30 +150,42 @@ def static_int(value, *, op: str, name: str) -> int:
     trace such a tensor is abstract, so we say to pass a Python int instead.
     """
     if isinstance(value, bool):
-        raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
+        raise AttrTypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (jax.Array, np.ndarray)):
         if value.size != 1 or not jnp.issubdtype(value.dtype, jnp.integer):
-            raise TypeError(f"pdx.{op}: `{name}` must be an int or a 1-element integer tensor; "
+            raise AttrTypeError(f"pdx.{op}: `{name}` must be an int or a 1-element integer tensor; "
                             f"got a tensor of shape {tuple(value.shape)} and dtype {value.dtype}")
         try:
             return int(np.asarray(value).reshape(()))
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
-            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a Python int "
+            raise AttrTypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a Python int "
                             "instead of a traced tensor under jit") from e
-    raise TypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
+    raise AttrTypeError(f"pdx.{op}: `{name}` must be an int; got {value!r}")
+
+
+def number(value, *, op: str, name: str):
+    """A scalar attribute (a slope, a threshold): a Python/numpy number, or a tensor passed through.
+
+    Example:
+      >>> number(0.5, op="nn.functional.hardshrink", name="threshold")
+      0.5
+    """
+    if isinstance(value, (int, float, np.number, jax.Array, np.ndarray)) and not isinstance(value, bool):
+        return value
+    raise AttrTypeError(f"pdx.{op}: `{name}` must be a number; got {type(value).__name__} {value!r:.60}")
 
 
 def int_list(values, *, op: str, name: str) -> list[int]:
     """A list of Python ints from an int, a sequence of ints/1-element tensors or a 1-D tensor."""
     if isinstance(values, (jax.Array, np.ndarray)):
         if values.ndim > 1:
-            raise TypeError(f"pdx.{op}: `{name}` must be a 1-D integer tensor; got shape {tuple(values.shape)}")
+            raise AttrTypeError(f"pdx.{op}: `{name}` must be a 1-D integer tensor; got shape {tuple(values.shape)}")
         try:
             return [int(v) for v in np.asarray(values).reshape(-1)]
         except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError) as e:
-            raise TypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a list of Python "
+            raise AttrTypeError(f"pdx.{op}: `{name}` must be known at trace time; pass a list of Python "
                             "ints instead of a traced tensor under jit") from e
     if isinstance(values, Sequence) and not isinstance(values, str):
         return [static_int(v, op=op, name=name) for v in values]

@@ -85,7 +85,12 @@ CASES = [
     ("to_tensor object", lambda m, t: m.to_tensor(object())),
     ("to_tensor str", lambda m, t: m.to_tensor("abc")),
     ("tile str", lambda m, t: m.tile(t(X), "a")),
+    ("hardshrink threshold str", lambda m, t: m.nn.functional.hardshrink(t(X), threshold="1")),
+    ("hardtanh max str", lambda m, t: m.nn.functional.hardtanh(t(X), max="-3.3", min=3.3)),
+    ("leaky_relu slope str", lambda m, t: m.nn.functional.leaky_relu(t(X), "a")),
+    ("diag offset float", lambda m, t: m.diag(t(X[0]), offset=2.5)),
 ]
+CATEGORIES = ("(InvalidArgument)", "(InvalidType)")
 
 
 def test_error_classes_match_paddle(paddle):
@@ -111,6 +116,29 @@ def test_error_classes_match_paddle(paddle):
                 failures.append(f"{what}: the message should name the op: {str(e)[:200]}")
         else:
             failures.append(f"{what}: pdx raises nothing, paddle {want.__name__}")
+    assert not failures, "\n".join(failures)
+
+
+def test_error_messages_carry_paddles_category(paddle):
+    """Where paddle's message names its category (`(InvalidArgument) ...`), pdx's names the same
+    one (after the teaching message): ported code and Paddle's own tests look for it."""
+    failures, checked = [], 0
+    for what, call in CASES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                call(paddle, paddle.to_tensor)
+            except Exception as e:  # noqa: BLE001
+                want = next((c for c in CATEGORIES if c in str(e)), None)
+        if want is None:
+            continue
+        checked += 1
+        try:
+            call(pdx, jnp.asarray)
+        except Exception as e:  # noqa: BLE001
+            if want not in str(e):
+                failures.append(f"{what}: paddle says {want}, pdx: {str(e)[:160]}")
+    assert checked >= 20, checked
     assert not failures, "\n".join(failures)
 
 

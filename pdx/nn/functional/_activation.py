@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from pdx._dtype import convert_dtype
 from pdx._random import next_key
-from pdx._args import normalize_axis
+from pdx._args import normalize_axis, number
 from pdx.nn.functional._args import array, bcast_channel, compiled, error, float_array
 
 __all__ = [
@@ -81,6 +81,7 @@ def leaky_relu(x, negative_slope=0.01, name=None):
       >>> F.leaky_relu(jnp.array([-1.0, 2.0]), 0.5).tolist()
       [-0.5, 2.0]
     """
+    negative_slope = number(negative_slope, op="nn.functional.leaky_relu", name="negative_slope")
     x = array(x, op="leaky_relu")
     return jnp.where(x >= 0, x, x * negative_slope)
 
@@ -101,6 +102,7 @@ def elu(x, alpha=1.0, name=None):
       >>> F.elu(jnp.array([0.0, 1.0])).tolist()
       [0.0, 1.0]
     """
+    alpha = number(alpha, op="nn.functional.elu", name="alpha")
     x = float_array(x, op="elu")
     # expm1 of the clamped value keeps the unselected branch finite (and its grad non-NaN).
     return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.minimum(x, 0)))
@@ -122,6 +124,7 @@ def celu(x, alpha=1.0, name=None):
       >>> F.celu(jnp.array([1.0])).tolist()
       [1.0]
     """
+    alpha = number(alpha, op="nn.functional.celu", name="alpha")
     if alpha == 0:
         raise error("celu", "alpha must not be 0 (it divides x)")
     x = float_array(x, op="celu")
@@ -145,6 +148,8 @@ def selu(x, scale=1.0507009873554804934193349852946, alpha=1.6732632423543772848
       >>> F.selu(jnp.array([0.0])).tolist()
       [0.0]
     """
+    scale = number(scale, op="nn.functional.selu", name="scale")
+    alpha = number(alpha, op="nn.functional.selu", name="alpha")
     if scale <= 1.0:
         raise error("selu", f"scale must be > 1.0; got scale={scale}")
     if alpha < 0:
@@ -275,6 +280,8 @@ def hardtanh(x, min=-1.0, max=1.0, name=None):  # noqa: A002  (Paddle's argument
       >>> F.hardtanh(jnp.array([-2.0, 0.5])).tolist()
       [-1.0, 0.5]
     """
+    min = number(min, op="nn.functional.hardtanh", name="min")
+    max = number(max, op="nn.functional.hardtanh", name="max")
     return jnp.clip(array(x, op="hardtanh"), min, max)
 
 
@@ -295,6 +302,8 @@ def hardsigmoid(x, slope=0.1666667, offset=0.5, name=None):
       >>> F.hardsigmoid(jnp.array([0.0])).tolist()
       [0.5]
     """
+    slope = number(slope, op="nn.functional.hardsigmoid", name="slope")
+    offset = number(offset, op="nn.functional.hardsigmoid", name="offset")
     x = float_array(x, op="hardsigmoid")
     return jnp.clip(x * slope + offset, 0, 1)
 
@@ -334,6 +343,7 @@ def hardshrink(x, threshold=0.5, name=None):
       >>> F.hardshrink(jnp.array([0.2, 1.0])).tolist()
       [0.0, 1.0]
     """
+    threshold = number(threshold, op="nn.functional.hardshrink", name="threshold")
     x = array(x, op="hardshrink")
     return jnp.where(jnp.abs(x) > threshold, x, jnp.zeros_like(x))
 
@@ -354,6 +364,7 @@ def softshrink(x, threshold=0.5, name=None):
       >>> F.softshrink(jnp.array([1.0])).tolist()
       [0.5]
     """
+    threshold = number(threshold, op="nn.functional.softshrink", name="threshold")
     if threshold < 0:
         raise error("softshrink", f"threshold must be >= 0; got threshold={threshold}")
     x = float_array(x, op="softshrink")
@@ -377,6 +388,8 @@ def thresholded_relu(x, threshold=1.0, value=0.0, name=None):
       >>> F.thresholded_relu(jnp.array([0.5, 2.0])).tolist()
       [0.0, 2.0]
     """
+    threshold = number(threshold, op="nn.functional.thresholded_relu", name="threshold")
+    value = number(value, op="nn.functional.thresholded_relu", name="value")
     x = array(x, op="thresholded_relu")
     return jnp.where(x > threshold, x, jnp.full_like(x, value))
 
@@ -436,6 +449,8 @@ def softplus(x, beta=1, threshold=20, name=None):
       >>> round(float(F.softplus(jnp.array(0.0))), 4)
       0.6931
     """
+    beta = number(beta, op="nn.functional.softplus", name="beta")
+    threshold = number(threshold, op="nn.functional.softplus", name="threshold")
     x = float_array(x, op="softplus")
     bx = x * beta
     # logaddexp is the overflow-free log(1 + exp(.)); the where() keeps Paddle's linear tail.
@@ -615,6 +630,8 @@ def rrelu(x, lower=1.0 / 8.0, upper=1.0 / 3.0, training=True, name=None, *, key=
       >>> F.rrelu(jnp.array([-1.0, 1.0]), training=False).tolist()[1]
       1.0
     """
+    lower = number(lower, op="nn.functional.rrelu", name="lower")
+    upper = number(upper, op="nn.functional.rrelu", name="upper")
     if not 0 <= lower <= 1 or not lower <= upper <= 1:
         raise error("rrelu", f"need 0 <= lower <= upper <= 1; got lower={lower}, upper={upper}")
     if training:
