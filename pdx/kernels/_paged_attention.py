@@ -10,24 +10,63 @@ only the last W of them. A query at a negative position (a padded row) sees
 nothing and returns zeros.
 
 Parts, top to bottom: the page writer, the pure-JAX reference (gathers each
-row's blocks into one dense sequence), and the validating public wrapper
-with the dispatch.
+row's blocks into one dense sequence), the Pallas kernel (Triton on GPU,
+interpret mode elsewhere) and the validating public wrapper with the
+dispatch.
+
+The kernel runs one program per (row, key/value head, tile of query rows):
+the G = num_heads_q // num_kv_heads query heads of a key/value head and the
+T query tokens are laid out as T * G rows of one tile, so every page is
+loaded once per group. A program walks only the blocks its queries can see
+(from the sliding window's first key to its last query's position, never
+past `context_lens`), reading each block id from the row's `block_tables`,
+with an online softmax in float32 (base 2, masked logits at a large finite
+value, as in `_flash_attention.py`). Forward only: paged attention serves
+inference; differentiate the reference (`impl="xla"`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
 
-__all__ = ["paged_attention", "paged_attention_reference", "write_kv_pages"]
+__all__ = ["PagedAttentionBlockSizes", "paged_attention", "paged_attention_reference", "paged_attention_unfit",
+           "write_kv_pages"]
 
 # Finite so that fully masked rows stay NaN-free (as in _flash_attention.py).
 MASK = -0.7 * float(jnp.finfo(jnp.float32).max)
+LOG2E = math.log2(math.e)
+HEAD_DIMS = (16, 32, 64, 128, 256)
+BLOCK_SIZES = (16, 32, 64, 128, 256)  # page sizes the kernel takes (Triton dots need >= 16 keys)
+
+
+@dataclasses.dataclass(frozen=True)
+class PagedAttentionBlockSizes:
+    """Tile sizes of the paged-attention kernel.
+
+    Attributes:
+      block_rows: query rows (tokens x grouped heads) per program, a power of
+        two >= 16; shrunk to the call's T * G rows when fewer.
+      num_warps: Triton warps per program (None: 4 for head_dim <= 64, else 8).
+      num_stages: Triton software-pipelining stages.
+    """
+
+    block_rows: int = 64
+    num_warps: int | None = None
+    num_stages: int = 2
+
+    def fit(self, rows: int) -> int:
+        """The rows per program for a call with `rows` = T * G query rows."""
+        return min(self.block_rows, max(16, pl.next_power_of_2(rows)))
 
 
 # ----------------------------------------------------------------------------- page writer
@@ -128,6 +167,94 @@ def paged_attention_reference(q, k_pages, v_pages, block_tables, context_lens, *
     return out.reshape(b, t, hq, d).astype(q.dtype)
 
 
+# ----------------------------------------------------------------------------- kernel
+
+def _visible_tile(q_pos, k_pos, sliding_window):
+    """(rows, block_size) bool: like `visible_keys`, for one tile and one page."""
+    q, k = q_pos[:, None], k_pos[None, :]
+    seen = (k <= q) & (q >= 0)
+    if sliding_window is not None:
+        seen = seen & (k > q - sliding_window)
+    return seen
+
+
+def _block_range(ctx, first_pos, last_pos, *, block_size, max_blocks, sliding_window):
+    """Blocks [lower, upper) that some query of a tile at positions first_pos..last_pos sees."""
+    upper = jnp.minimum(lax.div(jnp.maximum(jnp.minimum(last_pos + 1, ctx), 0) + block_size - 1, block_size),
+                        max_blocks)
+    lower = jnp.int32(0)
+    if sliding_window is not None:
+        lower = lax.div(jnp.maximum(first_pos - sliding_window + 1, 0), block_size)
+    return lower, upper
+
+
+def _paged_kernel(tables_ref, lens_ref, q_ref, k_ref, v_ref, o_ref, *, scale, t, group, sliding_window,
+                  precision):
+    # q_ref/o_ref: (rows, D), row r = token r // group, grouped head r % group; k_ref/v_ref: the whole
+    # pool of this key/value head, (num_blocks, block_size, D); tables_ref: this row's (max_blocks,).
+    rows = q_ref.shape[0]
+    block_size = k_ref.shape[1]
+    b, i = pl.program_id(0), pl.program_id(2)
+    ctx = lens_ref[b]
+    row = i * rows + jnp.arange(rows, dtype=jnp.int32)
+    q_pos = jnp.where(row < t * group, ctx - t + lax.div(row, jnp.int32(group)), -1)  # -1: padding rows
+    first_pos = ctx - t + lax.div(i * rows, group)
+    last_pos = ctx - t + lax.div(jnp.minimum(i * rows + rows, t * group) - 1, group)
+    lower, upper = _block_range(ctx, first_pos, last_pos, block_size=block_size,
+                                max_blocks=tables_ref.shape[0], sliding_window=sliding_window)
+    q = q_ref[...]
+
+    def body(j, carry):
+        acc, m, l = carry
+        page = tables_ref[j]
+        k = k_ref[page, :, :]
+        v = v_ref[page, :, :]
+        s = plgpu.dot(q, k.T, precision=precision) * (scale * LOG2E)
+        k_pos = j * block_size + jnp.arange(block_size, dtype=jnp.int32)
+        s = jnp.where(_visible_tile(q_pos, k_pos, sliding_window), s, MASK)
+        m_new = jnp.maximum(m, jnp.max(s, axis=1))
+        alpha = jnp.exp2(m - m_new)
+        p = jnp.exp2(s - m_new[:, None])
+        acc = acc * alpha[:, None] + plgpu.dot(p.astype(v.dtype), v, precision=precision)
+        return acc, m_new, l * alpha + jnp.sum(p, axis=1)
+
+    carry = (jnp.zeros(q.shape, jnp.float32), jnp.full((rows,), MASK, jnp.float32),
+             jnp.zeros((rows,), jnp.float32))
+    acc, m, l = lax.fori_loop(lower, upper, body, carry)
+    seen = m > MASK / 2
+    o_ref[...] = jnp.where(seen[:, None], acc / jnp.where(seen, l, 1.0)[:, None], 0.0).astype(o_ref.dtype)
+
+
+def _paged_pallas_call(q, k_pages, v_pages, block_tables, context_lens, *, scale, sliding_window, blocks,
+                       interpret):
+    b, t, hq, d = q.shape
+    n, bs, hk, _ = k_pages.shape
+    g = hq // hk
+    rows = t * g
+    block_rows = blocks.fit(rows)
+    padded = pl.cdiv(rows, block_rows) * block_rows
+    # (B, T, Hq, D) -> (B, Hk, T * G, D): the query rows of one key/value head side by side.
+    qr = q.reshape(b, t, hk, g, d).transpose(0, 2, 1, 3, 4).reshape(b, hk, rows, d)
+    qr = jnp.pad(qr, ((0, 0), (0, 0), (0, padded - rows), (0, 0)))
+    q_spec = pl.BlockSpec((None, None, block_rows, d), lambda r, h, i: (r, h, i, 0))
+    page_spec = pl.BlockSpec((n, bs, None, d), lambda r, h, i: (0, 0, h, 0))
+    kernel = functools.partial(_paged_kernel, scale=scale, t=t, group=g, sliding_window=sliding_window,
+                               precision=lax.Precision.HIGHEST if q.dtype == jnp.float32 else None)
+    out = pl.pallas_call(
+        kernel,
+        grid=(b, hk, padded // block_rows),
+        in_specs=[pl.BlockSpec((None, block_tables.shape[1]), lambda r, h, i: (r, 0)),
+                  pl.BlockSpec((b,), lambda r, h, i: (0,)), q_spec, page_spec, page_spec],
+        out_specs=q_spec,
+        out_shape=jax.ShapeDtypeStruct(qr.shape, q.dtype),
+        compiler_params=plgpu.CompilerParams(num_warps=blocks.num_warps or (4 if d <= 64 else 8),
+                                             num_stages=blocks.num_stages),
+        interpret=interpret,
+        name="pdx_paged_attention",
+    )(block_tables, context_lens, qr, k_pages, v_pages)
+    return out[:, :, :rows].reshape(b, hk, t, g, d).transpose(0, 2, 1, 3, 4).reshape(b, t, hq, d)
+
+
 # ----------------------------------------------------------------------------- public wrapper
 
 def _err(message):
@@ -160,16 +287,41 @@ def _validate(q, k_pages, v_pages, block_tables, context_lens, sliding_window):
                    f"got {sliding_window!r}")
 
 
-def _paged_xla(q, k_pages, v_pages, block_tables, context_lens, *, scale, sliding_window):
+def paged_attention_unfit(q, k_pages):
+    """None if the Pallas paged-attention kernel takes q and the pages, else the reason it does not.
+
+    Example:
+      >>> paged_attention_unfit(jnp.ones((1, 1, 4, 64)), jnp.ones((8, 8, 2, 64)))
+      'block_size=8 is not one of (16, 32, 64, 128, 256)'
+    """
+    d, bs = q.shape[-1], k_pages.shape[1]
+    if d not in HEAD_DIMS:
+        return f"head_dim={d} is not one of {HEAD_DIMS}"
+    if bs not in BLOCK_SIZES:
+        return f"block_size={bs} is not one of {BLOCK_SIZES}"
+    if q.dtype not in (jnp.float32, jnp.bfloat16, jnp.float16):
+        return f"dtype {q.dtype} is not float32, bfloat16 or float16"
+    return None
+
+
+def _paged_xla(q, k_pages, v_pages, block_tables, context_lens, *, scale, sliding_window, block_sizes):
+    del block_sizes
     return paged_attention_reference(q, k_pages, v_pages, block_tables, context_lens, scale=scale,
                                      sliding_window=sliding_window)
 
 
-PAGED_ATTENTION = _dispatch.Op("paged_attention", {"xla": _paged_xla})
+def _paged_pallas(q, k_pages, v_pages, block_tables, context_lens, *, scale, sliding_window, block_sizes):
+    _dispatch.pallas_fits(paged_attention_unfit(q, k_pages))
+    return _paged_pallas_call(q, k_pages, v_pages, block_tables, context_lens, scale=scale,
+                              sliding_window=sliding_window, blocks=block_sizes or PagedAttentionBlockSizes(),
+                              interpret=_dispatch.interpret())
+
+
+PAGED_ATTENTION = _dispatch.Op("paged_attention", {"pallas": _paged_pallas, "xla": _paged_xla})
 
 
 def paged_attention(q, k_pages, v_pages, block_tables, context_lens, *, scale=None, sliding_window=None,
-                    impl=None):
+                    impl=None, block_sizes=None):
     """Attention of the newest T tokens of each sequence over its paged KV cache.
 
     Args:
@@ -184,8 +336,11 @@ def paged_attention(q, k_pages, v_pages, block_tables, context_lens, *, scale=No
       scale: logit scale, default 1 / sqrt(head_dim).
       sliding_window: None, or W: a query sees only the W latest keys up to
         and including its own position.
-      impl: None or "auto" (the dispatch's choice), "pallas", "xla" or
-        "reference" (the pure-JAX gather, same as "xla").
+      impl: None or "auto" (the dispatch's choice: the Pallas kernel on a GPU
+        where `paged_attention_unfit` is None, else XLA), "pallas" (on a CPU
+        in Pallas interpret mode), "xla" or "reference" (the pure-JAX gather,
+        same as "xla"). The kernel is forward only: differentiate "xla".
+      block_sizes: `PagedAttentionBlockSizes` for the Pallas kernel.
 
     Returns:
       [B, T, num_heads_q, head_dim] in q's dtype; queries at negative positions
@@ -203,4 +358,5 @@ def paged_attention(q, k_pages, v_pages, block_tables, context_lens, *, scale=No
     impl = {None: "auto", "reference": "xla"}.get(impl, impl)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     return PAGED_ATTENTION(impl, q, k_pages, v_pages, block_tables.astype(jnp.int32),
-                           context_lens.astype(jnp.int32), scale=scale, sliding_window=sliding_window)
+                           context_lens.astype(jnp.int32), scale=scale, sliding_window=sliding_window,
+                           block_sizes=block_sizes)

@@ -1,5 +1,8 @@
-"""paged_attention against dense numpy attention built from the same tokens, and write_kv_pages
-against a numpy slot-by-slot write."""
+"""paged_attention against dense numpy attention built from the same tokens, write_kv_pages
+against a numpy slot-by-slot write, and the Pallas kernel (interpret mode here) against the
+reference, its dispatch, and its Triton lowering."""
+
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -7,6 +10,8 @@ import numpy as np
 import pytest
 
 import pdx.kernels as K
+from pdx.kernels import _dispatch
+from pdx.kernels import _paged_attention as P
 
 BS, NUM_BLOCKS, HK, D = 4, 24, 2, 16
 
@@ -31,8 +36,9 @@ def dense_numpy(q, keys, values, lens, *, scale, window=None):
     return out
 
 
-def paged_batch(rng, lens, t, hq, dtype=np.float32, max_blocks=6):
+def paged_batch(rng, lens, t, hq, dtype=np.float32, max_blocks=6, bs=BS, hk=HK, d=D):
     """Random tokens per row, scattered into shuffled pages with write_kv_pages."""
+    BS, HK, D = bs, hk, d  # noqa: N806 (the module's defaults, overridable per call)
     b = len(lens)
     perm = rng.permutation(NUM_BLOCKS)
     tables = np.zeros((b, max_blocks), np.int32)
@@ -104,3 +110,108 @@ def test_bad_arguments_name_the_fix():
                           sliding_window=0)
     with pytest.raises(ValueError, match="slot_mapping must be an integer"):
         K.write_kv_pages(pages, pages, jnp.zeros((2, 1, HK, D)), jnp.zeros((2, 1, HK, D)), jnp.zeros((2, 2)))
+
+
+# ----------------------------------------------------------------------------- the Pallas kernel
+
+KBS = 16  # the kernel's smallest page size
+
+
+def reference_and_kernel(q, kp, vp, tables, lens, **kw):
+    ref = K.paged_attention(q, kp, vp, tables, lens, impl="xla", **kw)
+    got = K.paged_attention(q, kp, vp, tables, lens, impl="pallas", **kw)
+    return np.asarray(ref), np.asarray(got)
+
+
+@pytest.mark.parametrize("lens,t,hq,hk,window,block_rows", [
+    ([37, 5, 16, 17], 1, 4, 2, None, 64),    # decode, GQA 2, rows ending on and just past a block edge
+    ([37, 5, 16, 17], 1, 4, 1, 20, 64),      # decode, MQA, window across a block edge
+    ([50, 3, 33], 5, 6, 2, None, 64),        # chunked prefill, GQA 3 (15 rows in a 16-row tile), padded row
+    ([64, 41, 9], 12, 4, 2, 7, 16),          # prefill over several row tiles, window shorter than a block
+    ([1, 30], 4, 2, 2, 3, 16),               # MHA, padded queries at negative positions
+])
+def test_kernel_matches_reference(lens, t, hq, hk, window, block_rows):
+    rng = np.random.default_rng(sum(lens) + t)
+    q, kp, vp, tables, lens, keys, values = paged_batch(rng, lens, t, hq, max_blocks=4, bs=KBS, hk=hk)
+    ref, got = reference_and_kernel(q, kp, vp, tables, lens, sliding_window=window,
+                                    block_sizes=P.PagedAttentionBlockSizes(block_rows=block_rows))
+    np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got, dense_numpy(q, keys, values, lens, scale=D ** -0.5, window=window),
+                               atol=2e-5, rtol=2e-5)
+    padded = np.asarray(lens)[:, None] - t + np.arange(t)[None, :] < 0
+    assert np.all(got[padded] == 0) and np.all(np.isfinite(got))
+
+
+def test_kernel_skips_blocks_past_context_and_window():
+    # NaN in every block a row must not read: a kernel that loads them returns NaN.
+    rng = np.random.default_rng(5)
+    q, kp, vp, tables, lens, _, _ = paged_batch(rng, [40, 17], 2, 4, max_blocks=4, bs=KBS)
+    used = {int(tables[0, 1]), int(tables[0, 2]), int(tables[1, 0]), int(tables[1, 1])}
+    poison = np.array([i not in used for i in range(NUM_BLOCKS)])[:, None, None, None]
+    kp, vp = (jnp.where(poison, jnp.nan, p) for p in (kp, vp))
+    got = np.asarray(K.paged_attention(q, kp, vp, tables, lens, sliding_window=20, scale=0.2, impl="pallas"))
+    assert np.all(np.isfinite(got))
+    ref = np.asarray(P.paged_attention_reference(q, jnp.nan_to_num(kp), jnp.nan_to_num(vp), tables, lens,
+                                                 scale=0.2, sliding_window=20))
+    np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_kernel_bfloat16_close_to_float32_reference():
+    rng = np.random.default_rng(6)
+    q, kp, vp, tables, lens, _, _ = paged_batch(rng, [37, 20], 3, 4, max_blocks=4, bs=KBS)
+    got = K.paged_attention(q.astype(jnp.bfloat16), kp.astype(jnp.bfloat16), vp.astype(jnp.bfloat16),
+                            tables, lens, impl="pallas")
+    assert got.dtype == jnp.bfloat16
+    ref = K.paged_attention(q, kp, vp, tables, lens, impl="xla")
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(ref), atol=3e-2, rtol=3e-2)
+
+
+@pytest.fixture
+def on(monkeypatch):
+    def set_platform(name):
+        monkeypatch.setattr(_dispatch, "platform", lambda: name)
+    return set_platform
+
+
+def test_dispatch_picks_the_kernel_on_gpu_only(on):
+    q, pages = jnp.ones((1, 1, 4, D)), jnp.ones((4, KBS, HK, D))
+    args = (q, pages, pages, jnp.zeros((1, 2), jnp.int32), jnp.ones((1,), jnp.int32))
+    kw = dict(scale=0.25, sliding_window=None, block_sizes=None)
+    assert K.PAGED_ATTENTION.candidates("auto", *args, **kw) == ("xla",)  # CPU
+    on("tpu")
+    assert K.PAGED_ATTENTION.candidates("auto", *args, **kw) == ("xla",)
+    on("gpu")
+    assert K.PAGED_ATTENTION.candidates("auto", *args, **kw) == ("pallas", "xla")
+
+
+def test_unfit_shapes_fall_back_or_name_the_reason(on, monkeypatch):
+    rng = np.random.default_rng(7)
+    q, kp, vp, tables, lens, keys, values = paged_batch(rng, [9, 3], 1, 4)  # block_size 4: too small
+    with pytest.raises(ValueError, match=r"block_size=4 is not one of \(16, 32"):
+        K.paged_attention(q, kp, vp, tables, lens, impl="pallas")
+    assert P.paged_attention_unfit(jnp.ones((1, 1, 2, 96)), jnp.ones((2, 16, 1, 96))).startswith("head_dim=96")
+    on("gpu")
+    monkeypatch.setattr(_dispatch, "_NOTED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = K.paged_attention(q, kp, vp, tables, lens)
+    assert any("block_size=4" in str(w.message) for w in caught)
+    np.testing.assert_allclose(np.asarray(got), dense_numpy(q, keys, values, lens, scale=D ** -0.5),
+                               atol=2e-5, rtol=2e-5)
+
+
+@pytest.mark.parametrize("dtype,d,bs,t,hq,window", [
+    (jnp.float32, 64, 16, 1, 8, None),     # decode, GQA 4
+    (jnp.bfloat16, 128, 32, 7, 6, 9),      # chunked prefill, GQA 3, sliding window
+])
+def test_kernel_lowers_for_gpu(monkeypatch, dtype, d, bs, t, hq, window):
+    # As tests/kernels/test_kernels_lowering.py: Pallas' Triton lowering for "cuda" runs without a GPU.
+    monkeypatch.setattr(_dispatch, "interpret", lambda: False)
+    S = jax.ShapeDtypeStruct
+    pages = S((10, bs, 2, d), dtype)
+
+    def fn(q, kp, vp, tables, lens):
+        return K.paged_attention(q, kp, vp, tables, lens, sliding_window=window, impl="pallas")
+    text = jax.jit(fn).trace(S((3, t, hq, d), dtype), pages, pages, S((3, 5), jnp.int32),
+                             S((3,), jnp.int32)).lower(lowering_platforms=("cuda",)).as_text()
+    assert text.count("__gpu$xla.gpu.triton") == 1
