@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import math
@@ -54,6 +55,8 @@ import uuid
 
 from pdx.export._server_batching import DaemonPool, settle_future
 from pdx.export._server_decode import ClientDisconnected, HTTPError, read_body
+
+from ._json_constraint import JSONObjectConstraint, JSONVocab, json_constraint
 
 __all__ = ["check_vocab", "create_llm_app", "load_llm", "serve_llm"]
 
@@ -136,6 +139,10 @@ class _Metrics:
                   "# TYPE pdx_llm_waiting_requests gauge", f"pdx_llm_waiting_requests {load['waiting']}",
                   "# TYPE pdx_llm_admitted_requests gauge", f"pdx_llm_admitted_requests {outstanding}",
                   "# TYPE pdx_llm_decode_steps_total counter", f"pdx_llm_decode_steps_total {engine.stats['decode_steps']}"]
+        kv = engine.kv_usage()
+        lines += ["# TYPE pdx_llm_kv_blocks_used gauge", f"pdx_llm_kv_blocks_used {kv['blocks_used']}",
+                  "# TYPE pdx_llm_kv_blocks_total gauge", f"pdx_llm_kv_blocks_total {kv['blocks_total']}",
+                  "# TYPE pdx_llm_kv_tokens_held gauge", f"pdx_llm_kv_tokens_held {kv['tokens_held']}"]
         if self.ttft:
             ordered = sorted(self.ttft)
             lines += ["# TYPE pdx_llm_time_to_first_token_seconds summary"]
@@ -210,9 +217,10 @@ def _walk_strings(value, path: str) -> int:
 
 
 _COMMON_FIELDS = {"model", "max_tokens", "temperature", "top_p", "top_k", "stop", "seed", "stream", "stream_options",
-                  "n", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs"}
+                  "n", "user", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "stop_token_ids"}
 _COMPLETION_FIELDS = _COMMON_FIELDS | {"prompt", "echo", "best_of", "suffix"}
-_CHAT_FIELDS = _COMMON_FIELDS | {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice"}
+_CHAT_FIELDS = _COMMON_FIELDS | {"messages", "max_completion_tokens", "top_logprobs", "tools", "tool_choice",
+                                     "response_format"}
 _MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 
 
@@ -255,10 +263,8 @@ def _options(body: dict, chat: bool, limits: dict):
         _number(body, key, 0.0, float, -2.0, 2.0)
         _unsupported(body, key, (0, 0.0))
     _unsupported(body, "logit_bias", ({},))
-    _unsupported(body, "logprobs", (False, 0) if chat else (0,))
     _unsupported(body, "echo", (False,))
     _unsupported(body, "suffix", ("",))
-    _unsupported(body, "top_logprobs", (0,))
     _unsupported(body, "tool_choice", ("none", "auto"))
     max_tokens = _number(body, "max_tokens", None, int, 1, limits["max_tokens"])
     if chat:
@@ -275,8 +281,35 @@ def _options(body: dict, chat: bool, limits: dict):
                             temperature=_number(body, "temperature", 1.0, float, 0.0, 100.0),
                             top_p=_number(body, "top_p", 1.0, float, 0.0, 1.0, open_low=True),
                             top_k=_number(body, "top_k", 0, int, 0, limits["vocab"]),
-                            stop=tuple(stop), seed=_number(body, "seed", 0, int, 0, (1 << 32) - 1))
+                            stop=tuple(stop), seed=_number(body, "seed", 0, int, 0, (1 << 32) - 1),
+                            logprobs=_logprobs(body, chat), stop_token_ids=_stop_ids(body, limits["vocab"]))
     return params, n, stream, include_usage
+
+
+def _logprobs(body: dict, chat: bool):
+    """The engine's `logprobs=k` (None: off) from chat's logprobs + top_logprobs or completions' logprobs=k."""
+    from pdx.models.llama._engine import MAX_LOGPROBS
+
+    if not chat:
+        return _number(body, "logprobs", None, int, 0, MAX_LOGPROBS)
+    on = body.get("logprobs")
+    if on is not None and not isinstance(on, bool):
+        raise _bad("logprobs", f"logprobs must be true or false for chat completions; got {on!r:.100}")
+    top = _number(body, "top_logprobs", None, int, 0, MAX_LOGPROBS)
+    if top is not None and not on:
+        raise _bad("top_logprobs", f"top_logprobs={top} needs logprobs=true")
+    return (top or 0) if on else None
+
+
+def _stop_ids(body: dict, vocab: int) -> tuple:
+    ids = body.get("stop_token_ids")
+    if ids is None:
+        return ()
+    if (not isinstance(ids, list) or len(ids) > 64
+            or not all(type(i) is int and 0 <= i < vocab for i in ids)):
+        raise _bad("stop_token_ids", f"stop_token_ids must be a list of up to 64 token ids in [0, {vocab}); "
+                                     f"got {ids!r:.200}")
+    return tuple(ids)
 
 
 def _messages(body: dict) -> list[dict]:
@@ -359,7 +392,8 @@ def _error_body(status: int, message: str, param=None) -> dict:
 def _error(status: int, message: str, param=None):
     from starlette.responses import JSONResponse
 
-    return JSONResponse(_error_body(status, message, param), status_code=status)
+    headers = {"Retry-After": "1"} if status == 503 else None  # clients (openai's included) retry after it
+    return JSONResponse(_error_body(status, message, param), status_code=status, headers=headers)
 
 
 class _ClientGone(Exception):
@@ -517,12 +551,19 @@ class _LLMService:
         if not isinstance(body, dict):
             raise _bad(None, "the body must be a JSON object")
         _walk_strings(body, "body")
+        if body.get("model") is not None and body["model"] != self.name:
+            raise _bad("model", f"the model {body['model']!r:.100} does not exist; this server serves "
+                                f"{self.name!r} (GET /v1/models)", status=404)
         params, n, stream, include_usage = _options(
             body, chat, {"max_tokens": self.max_len - 1, "n": min(self.max_n, self.capacity), "vocab": self.vocab})
         if chat:
             messages, tools = _messages(body), _tools(body)
             size = _walk_strings(messages, "messages") + _walk_strings(tools, "tools")
-            prompt = ("chat", messages, tools)
+            try:
+                json_constraint(body.get("response_format"), lambda: None, 0)
+            except ValueError as e:
+                raise _bad("response_format", str(e)) from None
+            prompt = ("chat", messages, tools, (body.get("response_format") or {}).get("type") == "json_object")
         else:
             text = body.get("prompt")
             if isinstance(text, str) and text:
@@ -603,6 +644,9 @@ class _LLMService:
 
             for i in range(n):
                 seeded = dataclasses.replace(params, seed=(params.seed + i) % (1 << 32))
+                if chat and prompt[3]:
+                    budget = min(params.max_tokens, self.max_len - len(ids))
+                    seeded = dataclasses.replace(seeded, constraint=JSONObjectConstraint(self._json_vocab(), budget))
                 try:
                     ticket.handles.append(self.engine.submit(ids, seeded, on_event(i)))
                 except ValueError as e:
@@ -614,10 +658,12 @@ class _LLMService:
                 streaming = True
                 return StreamingResponse(self._sse(ticket, events, ids, params, n, chat, include_usage),
                                          media_type="text/event-stream")
-            done = 0
+            done, logprobs = 0, [[] for _ in range(n)]
             while done < n:
-                _, kind, _ = await self._race(ticket, events.get(), "generation", disconnect)
+                index, kind, payload = await self._race(ticket, events.get(), "generation", disconnect)
                 done += kind == "done"
+                if kind == "logprobs":
+                    logprobs[index].append(payload)
             reasons = [h.finish_reason for h in ticket.handles]
             failed = next((r for r in reasons if r.startswith("error")), None)
             if failed is not None:
@@ -625,7 +671,8 @@ class _LLMService:
             self._finished(ticket)
             return JSONResponse({"id": _ident(chat), "object": "chat.completion" if chat else "text_completion",
                                  "created": int(time.time()), "model": self.name,
-                                 "choices": [_choice(chat, i, h.text, h.finish_reason, False)
+                                 "choices": [_choice(chat, i, h.text, h.finish_reason, False,
+                                                     _logprobs_body(chat, logprobs[i], params.logprobs))
                                              for i, h in enumerate(ticket.handles)],
                                  "usage": _usage(ids, ticket.handles)})
         except HTTPError as e:
@@ -643,6 +690,11 @@ class _LLMService:
                 disconnect.cancel()
             if not streaming:
                 self._forget(ticket)
+
+    def _json_vocab(self):
+        if getattr(self, "_json_vocab_cache", None) is None:
+            self._json_vocab_cache = JSONVocab(self.tokenizer)  # once per tokenizer
+        return self._json_vocab_cache
 
     def _on_event(self, ticket: _Ticket, events: asyncio.Queue, index: int, kind: str, payload) -> None:
         if kind == "done":
@@ -667,6 +719,11 @@ class _LLMService:
         ident, created = _ident(chat), int(time.time())
         kind = ("chat.completion" if chat else "text_completion") + ".chunk"
         acc, sent, left = [""] * n, [""] * n, n
+        logprobs = [[] for _ in range(n)]
+
+        def piece(i, text, finish=None):
+            entries, logprobs[i] = logprobs[i], []
+            return _choice(chat, i, text, finish, True, _logprobs_body(chat, entries, params.logprobs))
 
         def chunk(choices, usage=None):
             body = {"id": ident, "object": kind, "created": created, "model": self.name, "choices": choices}
@@ -684,7 +741,9 @@ class _LLMService:
                 out = []
                 while item is not None:
                     i, event, payload = item
-                    if event == "token":
+                    if event == "logprobs":
+                        logprobs[i].append(payload)
+                    elif event == "token":
                         acc[i] += payload
                         keep = len(acc[i]) - _held(acc[i], params.stop)
                         if keep > len(sent[i]):
@@ -705,16 +764,16 @@ class _LLMService:
                         pending[i] = pending.get(i, "") + value
                         continue
                     if i in pending:
-                        pieces.append(chunk([_choice(chat, i, pending.pop(i), None, True)]))
+                        pieces.append(chunk([piece(i, pending.pop(i))]))
                     if value.startswith("error"):
                         self._finished(ticket)
                         pieces.append(f"data: {json.dumps(_error_body(500, 'generation failed: ' + value))}\n\n"
                                       "data: [DONE]\n\n")
                         yield "".join(pieces)
                         return
-                    pieces.append(chunk([_choice(chat, i, "", value, True)],
+                    pieces.append(chunk([piece(i, "", value)],
                                         _usage(ids, ticket.handles) if k == last else None))
-                pieces += [chunk([_choice(chat, i, t, None, True)]) for i, t in pending.items()]
+                pieces += [chunk([piece(i, t)]) for i, t in pending.items()]
                 if pieces:
                     yield "".join(pieces)
             self._finished(ticket)
@@ -767,11 +826,33 @@ def _ident(chat: bool) -> str:
     return f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
 
 
-def _choice(chat: bool, index: int, text: str, finish, delta: bool) -> dict:
+def _choice(chat: bool, index: int, text: str, finish, delta: bool, logprobs=None) -> dict:
     if chat:
         return {"index": index, "delta" if delta else "message": {"role": "assistant", "content": text},
-                "finish_reason": finish}
-    return {"index": index, "text": text, "finish_reason": finish, "logprobs": None}
+                "finish_reason": finish, "logprobs": logprobs}
+    return {"index": index, "text": text, "finish_reason": finish, "logprobs": logprobs}
+
+
+def _by_text(top) -> dict:
+    """Completions' {token text: logprob}: tokens that decode alike keep the most likely one's value."""
+    out = {}
+    for t in top:
+        out.setdefault(t["token"], t["logprob"])
+    return out
+
+
+def _logprobs_body(chat: bool, entries, k):
+    """OpenAI's logprobs object from the engine's logprobs events (None when the request did not ask)."""
+    if k is None:
+        return None
+    if chat:
+        return {"content": [{"token": e["token"], "logprob": e["logprob"], "bytes": e["bytes"],
+                             "top_logprobs": [{"token": t["token"], "logprob": t["logprob"], "bytes": t["bytes"]}
+                                              for t in e["top"]]} for e in entries]}
+    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [_by_text(e["top"]) for e in entries],
+            "text_offset": list(itertools.accumulate([0] + [len(e["token"]) for e in entries[:-1]]))
+            if entries else []}
 
 
 def _usage(ids, handles) -> dict:
