@@ -130,7 +130,7 @@ def test_every_field_is_checked_with_openai_errors_and_n_is_honoured(server):
            ({"prompt": [5, VOCAB]}, "prompt"), ({"prompt": [5, -1]}, "prompt"), ({"prompt": [5, True]}, "prompt"),
            ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": ""}, "prompt"), ({"prompt": "hi", "stream": "yes"}, "stream"),
            ({"prompt": "hi", "frobnicate": 1}, "frobnicate"), ({"prompt": "hi", "presence_penalty": 1}, "presence_penalty"),
-           ({"prompt": "hi", "logprobs": 3}, "logprobs"), ({"prompt": "hi", "stop": ["x"] * 9}, "stop"),
+           ({"prompt": "hi", "logprobs": 21}, "logprobs"), ({"prompt": "hi", "stop": ["x"] * 9}, "stop"),
            ({"prompt": "hi", "stream_options": {"include_usage": 1}}, "stream_options")]
     chat_bad = [({"messages": [{"role": "user", "content": 5}]}, "messages"),
                 ({"messages": [{"role": "user", "content": "hi", "tool_calls": 5}]}, "messages"),
