@@ -32,6 +32,7 @@ from pdx.inference._program_file import (
     Op,
     Param,
     Program,
+    read_varint,
 )
 
 __all__ = ["MAX_DEPTH", "parse_message", "read_program_desc"]
@@ -80,18 +81,7 @@ def _fail(r, off, what):
 
 
 def _varint(r, off, end):
-    value, shift, start = 0, 0, off
-    while True:
-        if off >= end:
-            _fail(r, start, f"varint runs past the end of its message (byte {end})")
-        b = r.data[off]
-        off += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, off
-        shift += 7
-        if shift > 63:
-            _fail(r, start, "varint is longer than 10 bytes")
+    return read_varint(r.data, off, end, "a", r.path)
 
 
 def _signed(v):

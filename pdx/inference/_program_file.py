@@ -249,11 +249,13 @@ def read_program(path, *, max_bytes: int = MAX_PROGRAM_BYTES) -> Program:
     return Program(path, tuple(params), tuple(feeds), tuple(fetches), tuple(body))
 
 
-def _varint(data, off, end, path):
-    value, shift = 0, 0
+def read_varint(data, off: int, end: int, what: str, path) -> tuple[int, int]:
+    """(value, offset after it) of the protobuf varint at data[off:end]; ModelFormatError past `end`
+    or beyond 10 bytes, naming `path`, the byte offset and `what` holds the varint."""
+    value, shift, start = 0, 0, off
     while True:
         if off >= end:
-            raise ModelFormatError(f"{path}: byte {off}: TensorDesc varint runs past its {end}-byte end")
+            raise ModelFormatError(f"{path}: byte {start}: {what} varint runs past the end of its message (byte {end})")
         b = data[off]
         off += 1
         value |= (b & 0x7F) << shift
@@ -261,7 +263,11 @@ def _varint(data, off, end, path):
             return value, off
         shift += 7
         if shift > 63:
-            raise ModelFormatError(f"{path}: byte {off}: TensorDesc varint is longer than 10 bytes")
+            raise ModelFormatError(f"{path}: byte {start}: {what} varint is longer than 10 bytes")
+
+
+def _varint(data, off, end, path):
+    return read_varint(data, off, end, "TensorDesc", path)
 
 
 def _tensor_desc(data, off, end, path):
