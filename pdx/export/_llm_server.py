@@ -288,7 +288,7 @@ def _options(body: dict, chat: bool, limits: dict):
 
 def _logprobs(body: dict, chat: bool):
     """The engine's `logprobs=k` (None: off) from chat's logprobs + top_logprobs or completions' logprobs=k."""
-    from pdx.models.llama._engine import MAX_LOGPROBS
+    from pdx.models.llama import MAX_LOGPROBS
 
     if not chat:
         return _number(body, "logprobs", None, int, 0, MAX_LOGPROBS)

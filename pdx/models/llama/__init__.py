@@ -9,7 +9,7 @@
 """
 
 from pdx.models.llama._config import PRESETS, LlamaConfig
-from pdx.models.llama._engine import LLMEngine, SamplingParams
+from pdx.models.llama._engine import MAX_LOGPROBS, LLMEngine, SamplingParams
 from pdx.models.llama._generation import generate
 from pdx.models.llama._hf import config_from_hf, hf_config, hf_to_pdx, load_hf_safetensors, pdx_to_hf, save_hf_pretrained
 from pdx.models.llama._model import (
@@ -23,6 +23,7 @@ from pdx.models.llama._model import (
 )
 
 __all__ = [
+    "MAX_LOGPROBS",
     "PRESETS",
     "SamplingParams",
     "LlamaAttention",
