@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
 import platform
@@ -118,7 +119,6 @@ def _extract_tool(version: str, where: Path) -> Path:
     tool = where / _TOOL
     if tool.is_file():
         return tool
-    where.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=where) as tmp:
         download = [sys.executable, "-m", "pip", "download", f"iree-base-runtime=={version}", "--platform",
                     WHEEL_PLATFORM, "--only-binary=:all:", "--no-deps", "--disable-pip-version-check",
@@ -159,9 +159,14 @@ def install_tools(cache_dir: str | os.PathLike | None = None) -> Arm64Tools:
         raise RuntimeError(f"arm64: running arm64 modules needs an x86-64 (emulated) or aarch64 Linux host; this "
                            f"is {sys.platform} {platform.machine()}")
     native = _native()
-    if not native:
-        _install_apt_packages()
-    tool = _extract_tool(version, Path(cache_dir) if cache_dir is not None else _cache_dir(version))
+    where = Path(cache_dir) if cache_dir is not None else _cache_dir(version)
+    where.mkdir(parents=True, exist_ok=True)
+    # One installer at a time (pytest-xdist workers): apt-get holds dpkg's lock and fails a second one.
+    with open(where / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not native:
+            _install_apt_packages()
+        tool = _extract_tool(version, where)
     return Arm64Tools(None if native else shutil.which(_QEMU) or APT_PACKAGES["qemu-user-static"], SYSROOT, str(tool))
 
 

@@ -86,6 +86,30 @@ def test_arm64_cnn_matches_xla_under_qemu(tools, tmp_path, depthwise):
             assert np.abs(want).max() > 0.1  # not a vacuous comparison of zeros
 
 
+def test_arm64_resnet18_matches_xla_under_qemu(tools, tmp_path):
+    """A real network: ResNet-18 (32 px, batch 1) on the phone target."""
+    from pdx.vision import models
+
+    pdx.seed(0)
+    net = models.resnet18(num_classes=10)
+    net.eval()
+    path = pdx.export.export(net, tmp_path / "resnet18", [InputSpec([None, 3, 32, 32], "float32", "image")],
+                             targets=("xla", "iree-arm64-android"), iree={"batch_sizes": (1,)},
+                             cpu={"onednn": False}, differentiable=False)
+    x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    want = pdx.export.load(path)(x)
+    start = time.perf_counter()
+    (got,) = _arm64.run_artifact(path, x, tools=tools)
+    seconds = time.perf_counter() - start
+    scale = float(np.abs(want).max())
+    error = float(np.abs(got - want).max())
+    print(f"resnet18 iree-arm64-android: max |arm64 - xla| = {error:.2e} (max |xla| {scale:.2f}), "
+          f"one call under qemu {seconds:.3f} s")
+    assert scale > 1.0
+    # 11 convolutions deep, summed in another order: within 1e-5 of the largest logit.
+    np.testing.assert_allclose(got, want, rtol=0, atol=TOLERANCE * scale)
+
+
 def test_arm64_two_outputs_without_a_batch_dim(tools, tmp_path):
     """A fixed-shape function with two outputs: function "main", both outputs back, against numpy too."""
     pdx.seed(5)
