@@ -244,6 +244,42 @@ def _arange(ins, a):
     return np.arange(start, end, step, dtype=np.dtype(a["dtype"]))
 
 
+def _assign_value(ins, a):
+    # int64 constants come as floats in PIR's JSON ("values": [-1.0])
+    return np.asarray(a["values"]).astype(np.dtype(a["dtype"])).reshape([int(d) for d in a["shape"]])
+
+
+def _numel(ins, a):
+    return np.asarray(math.prod(ins[0].shape), np.int64)
+
+
+def _cumsum(ins, a):
+    x = ins[0]
+    xp = np if isinstance(x, np.ndarray) else jnp
+    axis = _axis(ins[1]) if len(ins) > 1 and ins[1] is not None else -1
+    if a.get("flatten", False):
+        x, axis = x.reshape(-1), 0
+    if a.get("reverse", False):
+        x = xp.flip(x, axis)
+    out = xp.cumsum(x, axis=axis, dtype=x.dtype)
+    if a.get("exclusive", False):
+        out = out - x
+    return xp.flip(out, axis) if a.get("reverse", False) else out
+
+
+def _triangle(lower):
+    def op(ins, a):
+        x = ins[0]
+        xp = np if isinstance(x, np.ndarray) else jnp
+        return (xp.tril if lower else xp.triu)(x, int(a.get("diagonal", 0)))
+    return op
+
+
+def _masked_fill(ins, a):
+    x, mask, value = ins
+    return jnp.where(mask, jnp.asarray(value, x.dtype).reshape(()), x)
+
+
 def _full_with_tensor(ins, a):
     value, shape = ins
     return jnp.broadcast_to(jnp.asarray(value, _jdt(a["dtype"])).reshape(()), tuple(_ints(shape)))
@@ -473,6 +509,10 @@ def _leaky_relu(ins, a):
     return jax.nn.leaky_relu(ins[0], a.get("negative_slope", 0.02))
 
 
+def _stanh(ins, a):
+    return a.get("scale_b", 1.7159) * jnp.tanh(a.get("scale_a", 0.67) * ins[0])
+
+
 def _pow(ins, a):
     return jnp.power(ins[0], a.get("y", 1.0))
 
@@ -506,6 +546,9 @@ _TABLE = {
     "pd_op.reshape": _reshape, "pd_op.flatten": _flatten, "pd_op.slice": _slice,
     "pd_op.strided_slice": _strided_slice, "pd_op.unsqueeze": _unsqueeze, "pd_op.squeeze": _squeeze,
     "pd_op.concat": _concat, "pd_op.split": _split, "pd_op.split_with_num": _split_with_num,
+    "pd_op.assign_value_": _assign_value, "pd_op.assign_value": _assign_value, "pd_op.numel": _numel,
+    "pd_op.cumsum": _cumsum, "pd_op.triu": _triangle(False), "pd_op.tril": _triangle(True),
+    "pd_op.masked_fill": _masked_fill, "pd_op.stanh": _stanh,
     "pd_op.arange": _arange, "pd_op.stack": _stack, "pd_op.expand": _expand, "pd_op.tile": _tile,
     "pd_op.transpose": _transpose, "pd_op.cast": _cast, "pd_op.scale": _scale,
     "pd_op.mean": _reduce(jnp.mean), "pd_op.sum": _reduce(jnp.sum), "pd_op.max": _reduce(jnp.max),

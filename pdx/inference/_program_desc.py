@@ -171,12 +171,14 @@ _UNARY = {"relu", "relu6", "sigmoid", "tanh", "silu", "swish", "exp", "log", "sq
           "softmax", "log_softmax", "logical_not"}
 _RENAME = {"hard_swish": "hardswish", "hard_sigmoid": "hardsigmoid", "lookup_table_v2": "embedding",
            "depthwise_conv2d": "depthwise_conv2d", "conv2d": "conv2d", "conv3d": "conv3d",
-           "layer_norm": "layer_norm", "leaky_relu": "leaky_relu", "assign": "assign", "gather": "gather",
+           "leaky_relu": "leaky_relu", "assign": "assign", "gather": "gather",
            "where": "where", "tile": "tile"}
 _ELEMENTWISE = {"elementwise_add": "add", "elementwise_sub": "subtract", "elementwise_mul": "multiply",
                 "elementwise_div": "divide", "elementwise_max": "maximum", "elementwise_min": "minimum",
                 "elementwise_pow": "elementwise_pow", "elementwise_floordiv": "floor_divide",
-                "elementwise_mod": "remainder"}
+                "elementwise_mod": "remainder", "equal": "equal", "not_equal": "not_equal", "less_than": "less_than",
+                "less_equal": "less_equal", "greater_than": "greater_than", "greater_equal": "greater_equal",
+                "logical_and": "logical_and", "logical_or": "logical_or"}
 _REDUCE = {"reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
            "reduce_prod": "prod"}
 # The legacy input slots of each op, in the order the PIR op takes its inputs.
@@ -189,8 +191,8 @@ _SLOTS = {"conv2d": ("Input", "Filter"), "depthwise_conv2d": ("Input", "Filter")
 class _Builder:
     """Turns legacy ops (named variables, reassignable) into SSA op records with integer value ids."""
 
-    def __init__(self, path, var_ranks):
-        self.path, self.ranks = path, var_ranks
+    def __init__(self, path, var_ranks, var_dtypes):
+        self.path, self.ranks, self.dtypes = path, var_ranks, var_dtypes
         self.ids: dict[str, int] = {}
         self.next_id = 1
         self.ops: list[Op] = []
@@ -233,11 +235,85 @@ def _one(op, slot, required=True, side="in"):
     return args[0]
 
 
+def _int_list(b: _Builder, op, tensor_slot, list_slot, attr):
+    """The value id of an int list given as a 1-D tensor, a list of scalar tensors, or an attribute.
+
+    Paddle's legacy ops take list arguments (reshape's shape, slice's starts, expand's shape) in one of
+    these three forms; a list holding any tensor is stored whole as `list_slot` (constants as
+    fill_constant ops), so the forms never mix.
+    """
+    ins = op["in"]
+    if tensor_slot and ins.get(tensor_slot):
+        return b.use(_one(op, tensor_slot))
+    if list_slot and ins.get(list_slot):
+        parts = b.define()
+        b.emit("builtin.combine", {}, tuple(b.use(n) for n in ins[list_slot]), (parts,))
+        return parts
+    return b.const(op["attrs"].get(attr, []))
+
+
+def _fill_value(a, dtype):
+    """fill_constant's value: `str_value` when set (exact for int64), else the float `value`."""
+    text = a.get("str_value") or ""
+    if text:
+        return int(text) if dtype.startswith(("int", "uint")) else float(text)
+    return float(a.get("value", 0.0))
+
+
+def _adapt_shape_op(b: _Builder, op) -> bool:
+    """Emit the records for the legacy ops that compute shapes and constants; False if `op` is not one."""
+    t, a, ins = op["type"], op["attrs"], op["in"]
+    get = lambda slot: b.use(_one(op, slot)) if ins.get(slot) else 0  # noqa: E731
+    out = lambda slot: b.define(_one(op, slot, side="out")) if op["out"].get(slot) else b.define()  # noqa: E731
+    out_dtype = lambda slot: b.dtypes.get(_one(op, slot, side="out"), "int64")  # noqa: E731
+    if t == "shape":
+        name = "pd_op.shape64" if out_dtype("Out") == "int64" else "pd_op.shape"
+        b.emit(name, {}, (get("Input"),), (out("Out"),))
+    elif t == "size":
+        b.emit("pd_op.numel", {}, (get("Input"),), (out("Out"),))
+    elif t == "slice":
+        starts = _int_list(b, op, "StartsTensor", "StartsTensorList", "starts")
+        ends = _int_list(b, op, "EndsTensor", "EndsTensorList", "ends")
+        attrs = {"axes": list(a.get("axes", [])), "decrease_axis": list(a.get("decrease_axis", []))}
+        b.emit("pd_op.slice", attrs, (get("Input"), starts, ends), (out("Out"),))
+    elif t == "fill_constant":
+        dtype = _PROTO_DTYPES.get(a.get("dtype"), "float32")
+        value = _fill_value(a, dtype)
+        if ins.get("ShapeTensor") or ins.get("ShapeTensorList") or ins.get("ValueTensor"):
+            shape = _int_list(b, op, "ShapeTensor", "ShapeTensorList", "shape")
+            v = get("ValueTensor") if ins.get("ValueTensor") else b.full(value, dtype)
+            b.emit("pd_op.full_with_tensor", {"dtype": dtype}, (v, shape), (out("Out"),))
+        else:
+            b.emit("pd_op.full", {"shape": list(a.get("shape", [])), "value": value, "dtype": dtype}, (),
+                   (out("Out"),))
+    elif t == "fill_any_like":
+        dtype = _PROTO_DTYPES.get(a.get("dtype"), b.dtypes.get(_one(op, "X"), "float32"))
+        value = b.full(float(a.get("value", 0.0)), dtype)
+        b.emit("pd_op.full_like", {"dtype": dtype}, (get("X"), value), (out("Out"),))
+    elif t == "range":
+        b.emit("pd_op.arange", {"dtype": out_dtype("Out")}, (get("Start"), get("End"), get("Step")), (out("Out"),))
+    elif t == "expand_v2":
+        shape = _int_list(b, op, "Shape", "expand_shapes_tensor", "shape")
+        b.emit("pd_op.expand", {}, (get("X"), shape), (out("Out"),))
+    elif t == "assign_value":
+        dtype = _PROTO_DTYPES.get(a.get("dtype"), "float32")
+        values = next((a[k] for k in ("values", "fp32_values", "int32_values", "int64_values", "bool_values",
+                                      "fp64_values") if a.get(k)), [])
+        b.emit("pd_op.assign_value", {"shape": list(a.get("shape", [])), "dtype": dtype,
+                                      "values": [v.get("f", v.get("i", 0)) if isinstance(v, dict) else v
+                                                 for v in values]}, (), (out("Out"),))
+    else:
+        return False
+    return True
+
+
 def _adapt(b: _Builder, op) -> None:
     """Emit the PIR op records for one legacy op."""
     t, a, ins, outs = op["type"], op["attrs"], op["in"], op["out"]
     get = lambda slot: b.use(_one(op, slot)) if ins.get(slot) else 0  # noqa: E731
     out = lambda slot: b.define(_one(op, slot, side="out")) if outs.get(slot) else b.define()  # noqa: E731
+    if _adapt_shape_op(b, op):
+        return
     if t in _UNARY:
         x = get("X")
         attrs = {"axis": a.get("axis", -1), "approximate": a.get("approximate", False)}
@@ -272,12 +348,26 @@ def _adapt(b: _Builder, op) -> None:
     elif t in ("flatten_contiguous_range",):
         b.emit("pd_op.flatten", a, (get("X"),), (out("Out"), out("XShape")))
     elif t == "reshape2":
-        shape = get("Shape") if ins.get("Shape") else b.const(a.get("shape", []))
+        shape = _int_list(b, op, "Shape", "ShapeTensor", "shape")
         b.emit("pd_op.reshape", {}, (get("X"), shape), (out("Out"), out("XShape")))
     elif t == "transpose2":
         b.emit("pd_op.transpose", {"perm": list(a.get("axis", []))}, (get("X"),), (out("Out"), out("XShape")))
     elif t in ("unsqueeze2", "squeeze2"):
-        b.emit(f"pd_op.{t[:-1]}", {}, (get("X"), b.const(a.get("axes", []))), (out("Out"), out("XShape")))
+        axes = _int_list(b, op, "AxesTensor", "AxesTensorList", "axes")
+        b.emit(f"pd_op.{t[:-1]}", {}, (get("X"), axes), (out("Out"), out("XShape")))
+    elif t == "layer_norm":
+        attrs = {"begin_norm_axis": int(a.get("begin_norm_axis", 1)), "epsilon": float(a.get("epsilon", 1e-5))}
+        b.emit("pd_op.layer_norm", attrs, (get("X"), get("Scale"), get("Bias")),
+               (out("Y"), out("Mean"), out("Variance")))
+    elif t == "stanh":
+        attrs = {"scale_a": float(a.get("scale_a", 0.67)), "scale_b": float(a.get("scale_b", 1.7159))}
+        b.emit("pd_op.stanh", attrs, (get("X"),), (out("Out"),))
+    elif t == "cumsum":
+        attrs = {k: bool(a.get(k, False)) for k in ("flatten", "exclusive", "reverse")}
+        b.emit("pd_op.cumsum", attrs, (get("X"), b.const([a.get("axis", -1)])), (out("Out"),))
+    elif t == "tril_triu":
+        name = "pd_op.tril" if a.get("lower", True) else "pd_op.triu"
+        b.emit(name, {"diagonal": int(a.get("diagonal", 0))}, (get("X"),), (out("Out"),))
     elif t == "scale":
         attrs = {"scale": float(a.get("scale", 1.0)), "bias": float(a.get("bias", 0.0)),
                  "bias_after_scale": bool(a.get("bias_after_scale", True))}
@@ -350,7 +440,8 @@ def read_program_desc(path, *, max_bytes: int = MAX_PROGRAM_BYTES) -> Program:
             raise ModelFormatError(f"{path}: block 0: a VarDesc has no name")
         vars_[v["name"]] = v
     tensors = {n: _tensor(r, v) for n, v in vars_.items()}
-    b = _Builder(path, {n: len(t[1]) for n, t in tensors.items() if t is not None})
+    b = _Builder(path, {n: len(t[1]) for n, t in tensors.items() if t is not None},
+                 {n: t[0] for n, t in tensors.items() if t is not None})
     params, feeds, fetches = [], [], []
     for name in sorted(vars_):
         v, t = vars_[name], tensors[name]
