@@ -34,6 +34,9 @@ def _jdt(name):
 
 
 def _ints(v):
+    """Python ints of an int list value: one array, or a list of scalar / 1-element pieces (builtin.combine)."""
+    if isinstance(v, list):
+        return [int(x) for part in v for x in np.asarray(part).reshape(-1)]
     return [int(x) for x in np.asarray(v).reshape(-1)]
 
 
@@ -171,7 +174,7 @@ def _full_int_array(ins, a):
 
 
 def _reshape(ins, a):
-    x, target = ins[0], _ints(ins[1]) if not isinstance(ins[1], list) else [_axis(v) for v in ins[1]]
+    x, target = ins[0], _ints(ins[1])
     target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
     return jnp.reshape(x, target), None
 
@@ -187,8 +190,7 @@ def _flatten(ins, a):
 
 def _slice(ins, a):
     x = ins[0]
-    starts = _ints(ins[1]) if not isinstance(ins[1], list) else [_axis(v) for v in ins[1]]
-    ends = _ints(ins[2]) if not isinstance(ins[2], list) else [_axis(v) for v in ins[2]]
+    starts, ends = _ints(ins[1]), _ints(ins[2])
     index = [slice(None)] * x.ndim
     for axis, s, e in zip(a["axes"], starts, ends):
         size = x.shape[axis]

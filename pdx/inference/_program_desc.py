@@ -61,12 +61,16 @@ _SCHEMA: dict[str, dict[int, tuple[str, str, bool]]] = {
              8: ("strings", "str", True), 10: ("b", "bool", False), 11: ("bools", "bool", True),
              12: ("block_idx", "sint", False), 13: ("l", "sint", False), 14: ("blocks_idx", "sint", True),
              15: ("longs", "sint", True), 16: ("float64s", "f64", True), 17: ("var_name", "str", False),
-             18: ("vars_name", "str", True), 19: ("float64", "f64", False)},
+             18: ("vars_name", "str", True), 19: ("float64", "f64", False), 20: ("scalar", "msg:Scalar", False),
+             21: ("scalars", "msg:Scalar", True)},
+    "Scalar": {1: ("type", "int", False), 2: ("b", "bool", False), 3: ("i", "sint", False), 4: ("r", "f64", False)},
 }
 # AttrType numbers -> the Attr field holding the value.
 _ATTR_FIELD = {0: "i", 1: "f", 2: "s", 3: "ints", 4: "floats", 5: "strings", 6: "b", 7: "bools", 8: "block_idx",
                9: "l", 10: "blocks_idx", 11: "longs", 12: "float64s", 13: "var_name", 14: "vars_name",
-               15: "float64"}
+               15: "float64", 16: "scalar", 17: "scalars"}
+# Scalar.type numbers -> the Scalar field holding the value (complex scalars are not read).
+_SCALAR_FIELD = {1: "b", 2: "i", 3: "r"}
 _DENSE_TENSOR, _FEED_MINIBATCH, _FETCH_LIST = 7, 9, 10
 _SCALAR_KINDS = {"int": 0, "sint": 0, "bool": 0, "f32": 5, "f64": 1, "str": 2}
 
@@ -172,7 +176,7 @@ _UNARY = {"relu", "relu6", "sigmoid", "tanh", "silu", "swish", "exp", "log", "sq
 _RENAME = {"hard_swish": "hardswish", "hard_sigmoid": "hardsigmoid", "lookup_table_v2": "embedding",
            "depthwise_conv2d": "depthwise_conv2d", "conv2d": "conv2d", "conv3d": "conv3d",
            "leaky_relu": "leaky_relu", "assign": "assign", "gather": "gather",
-           "where": "where", "tile": "tile"}
+           "where": "where"}
 _ELEMENTWISE = {"elementwise_add": "add", "elementwise_sub": "subtract", "elementwise_mul": "multiply",
                 "elementwise_div": "divide", "elementwise_max": "maximum", "elementwise_min": "minimum",
                 "elementwise_pow": "elementwise_pow", "elementwise_floordiv": "floor_divide",
@@ -299,9 +303,8 @@ def _adapt_shape_op(b: _Builder, op) -> bool:
         dtype = _PROTO_DTYPES.get(a.get("dtype"), "float32")
         values = next((a[k] for k in ("values", "fp32_values", "int32_values", "int64_values", "bool_values",
                                       "fp64_values") if a.get(k)), [])
-        b.emit("pd_op.assign_value", {"shape": list(a.get("shape", [])), "dtype": dtype,
-                                      "values": [v.get("f", v.get("i", 0)) if isinstance(v, dict) else v
-                                                 for v in values]}, (), (out("Out"),))
+        b.emit("pd_op.assign_value", {"shape": list(a.get("shape", [])), "dtype": dtype, "values": list(values)},
+               (), (out("Out"),))
     else:
         return False
     return True
@@ -359,6 +362,20 @@ def _adapt(b: _Builder, op) -> None:
         attrs = {"begin_norm_axis": int(a.get("begin_norm_axis", 1)), "epsilon": float(a.get("epsilon", 1e-5))}
         b.emit("pd_op.layer_norm", attrs, (get("X"), get("Scale"), get("Bias")),
                (out("Y"), out("Mean"), out("Variance")))
+    elif t == "tile":
+        repeats = _int_list(b, op, "RepeatTimes", "repeat_times_tensor", "repeat_times")
+        b.emit("pd_op.tile", {}, (get("X"), repeats), (out("Out"),))
+    elif t == "split":
+        axis = get("AxisTensor") if ins.get("AxisTensor") else b.const([a.get("axis", 0)])
+        parts = b.define()
+        if int(a.get("num", 0)) > 0:
+            b.emit("pd_op.split_with_num", {"num": int(a["num"])}, (get("X"), axis), (parts,))
+        else:
+            sections = _int_list(b, op, None, "SectionsTensorList", "sections")
+            b.emit("pd_op.split", {}, (get("X"), sections, axis), (parts,))
+        b.emit("builtin.split", {}, (parts,), tuple(b.define(n) for n in op["out"].get("Out", [])))
+    elif t == "masked_fill":
+        b.emit("pd_op.masked_fill", {}, (get("x"), get("mask"), get("value")), (out("out"),))
     elif t == "stanh":
         attrs = {"scale_a": float(a.get("scale_a", 0.67)), "scale_b": float(a.get("scale_b", 1.7159))}
         b.emit("pd_op.stanh", attrs, (get("X"),), (out("Out"),))
@@ -407,6 +424,16 @@ def _attr_value(r, attr, where):
                                "does not read")
     if field in ("ints", "floats", "strings", "bools", "longs", "float64s", "blocks_idx", "vars_name"):
         return list(attr.get(field, []))
+    if field in ("scalar", "scalars"):
+        scalars = attr.get(field, []) if field == "scalars" else [attr.get(field, {})]
+        values = []
+        for sc in scalars:
+            key = _SCALAR_FIELD.get(sc.get("type"))
+            if key is None:
+                raise ModelFormatError(f"{r.path}: {where}: attribute {attr.get('name')!r} holds a Scalar of type "
+                                       f"{sc.get('type')!r}; pdx reads bool, int64 and float64 scalars")
+            values.append(sc.get(key, {"b": False, "i": 0, "r": 0.0}[key]))
+        return values if field == "scalars" else values[0]
     return attr.get(field, {"i": 0, "l": 0, "f": 0.0, "float64": 0.0, "s": "", "b": False}.get(field))
 
 
