@@ -1,7 +1,7 @@
 """LLM serving side by side: pdx now (paged KV + prefix cache + batched prefill), pdx before, transformers generate.
 
     python benchmarks/llm_serve.py [--quick] [--rounds 3] [--streams 1,8,32,128] [--max-tokens 64]
-                                   [--hidden 256 --layers 4] [--before /tmp/pdx_before] [--systems now,before,hf]
+                                   [--hidden 256 --layers 4] [--before /tmp/pdx_before] [--now TREE] [--systems now,before,hf]
 
 One model (a small LLaMA with random weights, a byte-level BPE tokenizer),
 saved once as a Hugging Face directory, is run by:
@@ -12,7 +12,7 @@ saved once as a Hugging Face directory, is run by:
   with the slot-based engine (`git worktree add /tmp/pdx_before 94dfff9`;
   run with PYTHONPATH pointing at it);
 - **transformers**: `LlamaForCausalLM.from_pretrained(DIR).generate` (torch,
-  CPU, 2 threads), greedy, all of a level's prompts in one left-padded batch,
+  CPU, `--torch-threads`, OMP_WAIT_POLICY=PASSIVE), greedy, all of a level's prompts in one left-padded batch,
   in a child process of its own (so that its peak RSS is its own).
 
 Every system gets the same token-id prompts (16-112 random ids, fresh for
@@ -100,13 +100,18 @@ def level_prompts(vocab: int, streams: int, serial: int, index: int):
 
 
 # -- servers -------------------------------------------------------------------------------------------
-def start_server(model_dir: str, slots: int, max_len: int, pythonpath: str | None):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1")
+def start_server(model_dir: str, slots: int, max_len: int, pythonpath: str | None, log_path: str):
+    """A `pdx serve --llm` process (from `pythonpath`'s tree, or this checkout) and its URL.
+
+    Its stderr goes to `log_path` with JAX_LOG_COMPILES=1: `compiles(log_path)`
+    tells whether a round made XLA compile something.
+    """
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_LOG_COMPILES="1")
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-m", "pdx.cli", "serve", "--llm", model_dir, "--port", "0",
                              "--max-slots", str(slots), "--max-len", str(max_len), "--max-queue", "4096",
-                             "--log-level", "warning"], stdout=subprocess.PIPE, text=True, env=env,
+                             "--log-level", "warning"], stdout=subprocess.PIPE, stderr=open(log_path, "w"), text=True, env=env,
                             cwd=pythonpath or REPO)
     line = proc.stdout.readline().strip()
     found = re.search(r":(\d+)$", line)
@@ -126,6 +131,11 @@ def start_server(model_dir: str, slots: int, max_len: int, pythonpath: str | Non
             raise RuntimeError(f"server exited with {proc.returncode}")
         time.sleep(0.2)
     raise RuntimeError("server did not become ready")
+
+
+def compiles(log_path: str) -> int:
+    with open(log_path, errors="replace") as f:
+        return sum("Finished XLA compilation" in line for line in f)
 
 
 def stop_server(proc) -> None:
@@ -203,18 +213,20 @@ def poll_metrics(url: str, stop: threading.Event, samples: list) -> None:
 
 
 # -- transformers (child process) ----------------------------------------------------------------------
-def hf_worker(model_dir: str, spec_path: str) -> int:
-    """Run transformers generate for every level in the spec; print one JSON line of measurements."""
+def hf_worker(model_dir: str, eos: int, pad: int, threads: int) -> int:
+    """Serve rounds over stdin/stdout, one JSON line each way: {"prompts", "max_tokens", "serial"} -> a round.
+
+    An empty line ends it; the last line written is {"hwm_mib": peak RSS}.
+    """
     import torch
     from transformers import LlamaForCausalLM, LogitsProcessor, LogitsProcessorList
 
-    torch.set_num_threads(2)
-    with open(spec_path) as f:
-        spec = json.load(f)
+    torch.set_num_threads(threads)
     model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
-    eos, pad = spec["eos"], spec["pad"]
 
     class Clock(LogitsProcessor):
+        """Called once per decoding step, right after the step's forward: the time each token exists."""
+
         def __init__(self):
             self.times = []
 
@@ -239,22 +251,45 @@ def hf_worker(model_dir: str, spec_path: str) -> int:
         itl = [b - a for a, b in zip(clock.times, clock.times[1:])] * len(prompts)
         return {"tokens": tokens, "wall": wall, "ttft": ttft, "itl": itl}
 
-    results = {}
-    for level in spec["levels"]:
-        c = level["streams"]
-        batch(level["warmup"], min(8, level["max_tokens"]))
-        rounds = []
-        for prompts in level["prompts"]:
-            if c == 1:  # one at a time
-                parts = [batch([p], level["max_tokens"]) for p in prompts]
-                rounds.append({"tokens": sum(p["tokens"] for p in parts), "wall": sum(p["wall"] for p in parts),
-                               "ttft": [t for p in parts for t in p["ttft"]],
-                               "itl": [t for p in parts for t in p["itl"]]})
-            else:
-                rounds.append(batch(prompts, level["max_tokens"]))
-        results[str(c)] = rounds
-    print(json.dumps({"levels": results, "hwm_mib": vm_hwm_mib(os.getpid())}))
+    for line in sys.stdin:
+        if not line.strip():
+            break
+        job = json.loads(line)
+        if job["serial"]:  # one at a time
+            parts = [batch([p], job["max_tokens"]) for p in job["prompts"]]
+            result = {"tokens": sum(p["tokens"] for p in parts), "wall": sum(p["wall"] for p in parts),
+                      "ttft": [t for p in parts for t in p["ttft"]], "itl": [t for p in parts for t in p["itl"]]}
+        else:
+            result = batch(job["prompts"], job["max_tokens"])
+        print(json.dumps(result), flush=True)
+    print(json.dumps({"hwm_mib": vm_hwm_mib(os.getpid())}), flush=True)
     return 0
+
+
+class HFRunner:
+    """The transformers child process: `round(prompts, max_tokens, serial)` like `http_round`."""
+
+    def __init__(self, model_dir: str, eos: int, pad: int, threads: int):
+        # OpenMP's default spin-waiting makes 2-thread torch 20-40x slower when other processes share the 2 cores
+        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--hf-worker", model_dir,
+                                      str(eos), str(pad), str(threads)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+
+    def round(self, prompts, max_tokens: int, serial: bool):
+        self.proc.stdin.write(json.dumps({"prompts": prompts, "max_tokens": max_tokens, "serial": serial}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the transformers process exited with {self.proc.wait()}")
+        return json.loads(line)
+
+    def close(self) -> float:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        hwm = json.loads(self.proc.stdout.readline())["hwm_mib"]
+        self.proc.wait(60)
+        return hwm
 
 
 # -- summaries -----------------------------------------------------------------------------------------
@@ -280,19 +315,36 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def run_http_system(name, url, vocab, levels, args):
-    """Every level on one server: warm-up rounds, then `rounds` timed rounds; returns {streams: summary}."""
-    out = {}
+def run_levels(runners: dict, logs: dict, vocab: int, levels, args):
+    """Warm every system at every level, then the timed rounds, each round of a level on every system in turn.
+
+    A level's warm-up rounds (full length) repeat, `--warmup` to `--warmup-max`
+    times, until a round compiles nothing new in any server. Interleaving keeps
+    the systems comparable when other load on the machine changes during the
+    run. Returns ({system: {streams: summary}}, {system: compiles during timed rounds}).
+    """
+    for c, max_tokens, _ in levels:
+        for w in range(args.warmup_max):
+            before = {name: compiles(path) for name, path in logs.items()}
+            for name, run in runners.items():
+                if name in logs or w == 0:
+                    run(level_prompts(vocab, c, args.serial, -1 - w), max_tokens, c)
+            new = {name: compiles(path) - before[name] for name, path in logs.items()}
+            log(f"warm-up {w} at {c} streams: XLA compiles {new}")
+            if w + 1 >= args.warmup and not any(new.values()):
+                break
+    rows = {name: {c: [] for c, _, _ in levels} for name in runners}
+    start = {name: compiles(path) for name, path in logs.items()}
     for c, max_tokens, rounds in levels:
-        for w in range(args.warmup):  # compiles this level's prefill and decode shapes
-            http_round(url, level_prompts(vocab, c, min(args.serial, 4), -1 - w), min(8, max_tokens), c)
-        rows = []
         for i in range(rounds):
-            rows.append(http_round(url, level_prompts(vocab, c, args.serial, i), max_tokens, c))
-            log(f"{name} {c} streams round {i}: {rows[-1]['tokens'] / rows[-1]['wall']:.1f} tok/s, "
-                f"TTFT p50 {pct(rows[-1]['ttft'], 0.5) * 1e3:.0f} ms")
-        out[c] = summarize(rows)
-    return out
+            prompts = level_prompts(vocab, c, args.serial, i)
+            for name, run in runners.items():
+                r = run(prompts, max_tokens, c)
+                rows[name][c].append(r)
+                log(f"{name} {c} streams round {i}: {r['tokens'] / r['wall']:.1f} tok/s, "
+                    f"TTFT p50 {pct(r['ttft'], 0.5) * 1e3:.0f} ms, ITL p50 {pct(r['itl'], 0.5) * 1e3:.1f} ms")
+    late = {name: compiles(path) - start[name] for name, path in logs.items()}
+    return {name: {c: summarize(r) for c, r in per.items()} for name, per in rows.items()}, late
 
 
 def kv_round(url, vocab, c, max_tokens):
@@ -306,27 +358,35 @@ def kv_round(url, vocab, c, max_tokens):
     return max(held, key=lambda s: s["pdx_llm_kv_blocks_used"]) if held else None
 
 
-def prefix_test(url, tok, rounds: int, requests: int, max_tokens: int, seed: int = 0):
-    """TTFT p50 (ms) of system+question prompts (prefix cached) vs fresh-prefix prompts of the same lengths."""
+def prefix_test(url, vocab: int, rounds: int, requests: int, max_tokens: int, seed: int = 0):
+    """TTFT p50 (ms) of system + question prompts (the system prompt's blocks cached) vs prompts of the same
+    lengths whose 512-token prefixes are fresh random ids; questions are fresh every round.
+
+    Returns {concurrency: (shared ms, fresh ms)} for one request at a time and for `requests` at once.
+    """
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    vocab = tok.vocab_size
-    system = [int(i) for i in rng.integers(4, vocab, SYSTEM_TOKENS)]
-    questions = [[int(i) for i in rng.integers(4, vocab, 16 + 3 * k)] for k in range(requests)]
 
-    def fresh():
-        return [[int(i) for i in rng.integers(4, vocab, SYSTEM_TOKENS)] + q for q in questions]
+    def ids(n):
+        return [int(i) for i in rng.integers(4, vocab, n)]
 
-    shared = [system + q for q in questions]
-    http_round(url, [system + [5] * 16], 2, 1)          # caches the system prompt's blocks
-    http_round(url, fresh()[:2], 2, 1)                  # compiles the long-prefill shapes
-    http_round(url, shared[:2], 2, 1)
-    warm, cold = [], []
-    for _ in range(rounds):
-        warm.append(pct(http_round(url, shared, max_tokens, 1)["ttft"], 0.5))
-        cold.append(pct(http_round(url, fresh(), max_tokens, 1)["ttft"], 0.5))
-    return statistics.median(warm) * 1e3, statistics.median(cold) * 1e3
+    system = ids(SYSTEM_TOKENS)
+    http_round(url, [system + ids(16)], 2, 1)  # caches the system prompt's blocks
+    out = {}
+    for c in (1, requests):
+        for _ in range(2):  # compiles the shapes of both kinds at this concurrency
+            questions = [ids(16 + 3 * k) for k in range(requests)]
+            http_round(url, [system + q for q in questions], max_tokens, c)
+            http_round(url, [ids(SYSTEM_TOKENS) + q for q in questions], max_tokens, c)
+        warm, cold = [], []
+        for _ in range(rounds):
+            questions = [ids(16 + 3 * k) for k in range(requests)]
+            warm.append(pct(http_round(url, [system + q for q in questions], max_tokens, c)["ttft"], 0.5))
+            cold.append(pct(http_round(url, [ids(SYSTEM_TOKENS) + q for q in questions], max_tokens, c)["ttft"], 0.5))
+        out[c] = (statistics.median(warm) * 1e3, statistics.median(cold) * 1e3)
+        log(f"prefix TTFT p50 at concurrency {c}: shared {out[c][0]:.1f} ms, fresh {out[c][1]:.1f} ms")
+    return out
 
 
 def ensure_before(path: str) -> None:
@@ -346,8 +406,10 @@ def main(argv=None) -> int:
     parser.add_argument("--max-tokens-top", type=int, default=None,
                         help="tokens per request at the largest level (default: --max-tokens)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per level (default %(default)s)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed rounds per level first (default %(default)s)")
-    parser.add_argument("--serial", type=int, default=32,
+    parser.add_argument("--warmup", type=int, default=1, help="least untimed rounds per level (default %(default)s)")
+    parser.add_argument("--warmup-max", type=int, default=4,
+                        help="most untimed rounds per level, while a round still compiles (default %(default)s)")
+    parser.add_argument("--serial", type=int, default=16,
                         help="prompts sent one at a time for the 1-stream level (default %(default)s)")
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
@@ -358,12 +420,15 @@ def main(argv=None) -> int:
     parser.add_argument("--now", default=None, metavar="TREE",
                         help="run pdx now from this tree (e.g. a worktree of a commit; default: this checkout)")
     parser.add_argument("--prefix-requests", type=int, default=8)
-    parser.add_argument("--hf-worker", nargs=2, metavar=("DIR", "SPEC"), help=argparse.SUPPRESS)
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch threads for transformers (default %(default)s: faster than 2 on a shared 2-core "
+                             "machine)")
+    parser.add_argument("--hf-worker", nargs=4, metavar=("DIR", "EOS", "PAD", "THREADS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.hf_worker:
-        return hf_worker(*args.hf_worker)
+        return hf_worker(args.hf_worker[0], *(int(v) for v in args.hf_worker[1:]))
     if args.quick:
-        args.rounds, args.serial, args.warmup = 1, min(args.serial, 8), 1
+        args.rounds, args.serial, args.warmup_max = 1, min(args.serial, 8), 2
         args.max_tokens_top = args.max_tokens_top or 16
     systems = args.systems.split(",")
     bad = set(systems) - {"now", "before", "hf"}
@@ -393,51 +458,48 @@ def main(argv=None) -> int:
     log(f"model: hidden {config.hidden_size}, {config.num_hidden_layers} layers, {config.num_attention_heads} heads "
         f"({config.num_key_value_heads} kv), vocab {config.vocab_size}; levels {levels}")
 
-    results, hwm, kv, prefix = {}, {}, None, None
+    hwm, kv, prefix = {}, None, None
     t_start = time.time()
-    for name in [s for s in ("now", "before") if s in systems]:
-        proc, url = start_server(model_dir, top, args.max_len, args.before if name == "before" else args.now)
-        try:
-            results[name] = run_http_system(name, url, vocab, levels, args)
-            if name == "now":
-                kv = kv_round(url, vocab, top, levels[-1][1])
+    servers, runners, logs, hf = {}, {}, {}, None
+    try:
+        for name in [s for s in ("now", "before") if s in systems]:
+            logs[name] = os.path.join(work, f"{name}.log")
+            servers[name] = start_server(model_dir, top, args.max_len, args.before if name == "before" else args.now,
+                                         logs[name])
+            url = servers[name][1]
+            runners[name] = lambda prompts, m, c, url=url: http_round(url, prompts, m, c)
+        if "hf" in systems:
+            hf = HFRunner(model_dir, tok.eos_token_id, tok.pad_token_id, args.torch_threads)
+            runners["hf"] = lambda prompts, m, c: hf.round(prompts, m, c == 1)
+        log(f"started {', '.join(runners)}")
+        results, late = run_levels(runners, logs, vocab, levels, args)
+        if "now" in servers:
+            kv = kv_round(servers["now"][1], vocab, top, levels[-1][1])
+        for name, (proc, _) in servers.items():
             hwm[name] = vm_hwm_mib(proc.pid)
-        finally:
+        if hf is not None:
+            hwm["hf"], hf = hf.close(), None
+    finally:
+        for proc, _ in servers.values():
             stop_server(proc)
+        if hf is not None:
+            hf.proc.kill()
     if "now" in systems:  # shared system prompt: a server whose context holds 512 tokens + question + answer
-        proc, url = start_server(model_dir, 16, SYSTEM_TOKENS + 128, args.now)
+        proc, url = start_server(model_dir, 16, SYSTEM_TOKENS + 128, args.now, os.path.join(work, "prefix.log"))
         try:
-            prefix = prefix_test(url, tok, max(args.rounds, 3), args.prefix_requests, 8)
+            prefix = prefix_test(url, vocab, max(args.rounds, 3), args.prefix_requests, 8)
         finally:
             stop_server(proc)
-        log(f"prefix TTFT p50: shared {prefix[0]:.1f} ms, fresh {prefix[1]:.1f} ms")
-    if "hf" in systems:
-        spec = {"eos": tok.eos_token_id, "pad": tok.pad_token_id,
-                "levels": [{"streams": c, "max_tokens": m, "rounds": r,
-                            "warmup": level_prompts(vocab, c, min(args.serial, 4), -1),
-                            "prompts": [level_prompts(vocab, c, args.serial, i) for i in range(r)]}
-                           for c, m, r in levels]}
-        spec_path = os.path.join(work, "hf_spec.json")
-        with open(spec_path, "w") as f:
-            json.dump(spec, f)
-        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--hf-worker", model_dir, spec_path],
-                             capture_output=True, text=True, check=False)
-        if out.returncode != 0:
-            raise RuntimeError(f"transformers run failed:\n{out.stderr[-3000:]}")
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-        results["hf"] = {int(c): summarize(rows) for c, rows in data["levels"].items()}
-        hwm["hf"] = data["hwm_mib"]
-        for c in streams:
-            log(f"hf {c} streams: {results['hf'][c]['tps']:.1f} tok/s")
 
     # -- the table --
     names = {"now": f"pdx now ({now_rev}, paged+prefix, HTTP)", "before": f"pdx before ({BEFORE_COMMIT}, slots, HTTP)",
-             "hf": "transformers generate (torch, in-process batch)"}
+             "hf": f"transformers generate (torch {args.torch_threads} thread(s), in-process batch)"}
     print(f"\nmodel: LLaMA hidden {config.hidden_size}, {config.num_hidden_layers} layers, "
           f"{config.num_attention_heads} heads ({config.num_key_value_heads} kv), vocab {config.vocab_size}, random "
           f"weights; servers --max-slots {top} --max-len {args.max_len}; prompts 16-112 tokens, greedy; "
           f"{args.rounds} timed round(s) per level (median); 1 stream = {args.serial} requests one at a time; "
           f"{time.time() - t_start:.0f} s")
+    print(f"XLA compiles during the timed rounds (after warm-up): {late}")
     print("| system | streams | max_tokens | tokens/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
           "peak RSS MiB |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
@@ -460,9 +522,11 @@ def main(argv=None) -> int:
                       f"the slot cache: {top * args.max_len} positions = {top * args.max_len / held:.2f}x)",
                       f"{r:.2f}x", "<= 1.2x", r <= 1.2))
     if prefix:
-        r = prefix[1] / prefix[0]
-        goals.append((f"TTFT p50, fresh 512-token prefix {prefix[1]:.1f} ms vs shared (cached) {prefix[0]:.1f} ms",
-                      f"{r:.2f}x", ">= 3x", r >= 3))
+        for c, (shared, fresh) in prefix.items():
+            r = fresh / shared
+            goals.append((f"TTFT p50, {c} request(s) at a time: fresh 512-token prefix {fresh:.1f} ms vs shared "
+                          f"(cached) {shared:.1f} ms", f"{r:.2f}x", ">= 3x" if c == 1 else "(no goal)",
+                          r >= 3 if c == 1 else None))
     if "now" in results and "hf" in results:
         r = results["now"][top]["tps"] / results["hf"][top]["tps"]
         goals.append((f"{top} streams, pdx now vs transformers generate (no goal)", f"{r:.2f}x", "-", None))
