@@ -21,6 +21,14 @@ an optional per-request constraint) is per row inside one compiled function;
 each request's random stream depends only on its seed and token count, so a
 request decodes the same alone, in a crowd, or after a preemption.
 
+With `speculative=SpeculativeConfig(...)`, a decode step first proposes up
+to k tokens per sequence (prompt lookup, or a draft model over its own pages
+that share the target's block tables and mirror every target call), then the
+target scores the last token and the proposals in one call of width k + 1;
+`_sampling.verify` keeps what the target agrees with. Only kept tokens are
+committed to the block table, so rejected proposals never reach the prefix
+cache; their keys/values lie past the sequence's length and are overwritten.
+
 One worker thread owns the cache and runs the loop; `submit` may be called
 from any thread and reports tokens through the request's callback.
 """
@@ -39,8 +47,10 @@ import numpy as np
 from flax import nnx
 
 from pdx.models.llama._paged import BlockPool, BlockTable
+from pdx.models.llama._sampling import sample, sample_draft, verify
+from pdx.models.llama._speculative import SpeculativeConfig, ngram_propose
 
-__all__ = ["LLMEngine", "SamplingParams"]
+__all__ = ["LLMEngine", "SamplingParams", "SpeculativeConfig"]
 
 MAX_LOGPROBS = 20   # top alternatives a request may ask for (OpenAI's limit)
 
@@ -115,6 +125,8 @@ class _Seq:
         self.request = request
         self.tokens = list(request.prompt_ids)
         self.table = BlockTable(pool)
+        self.drafts: list[int] = []       # this step's proposals (prompt lookup) ...
+        self.num_drafts = 0               # ... and how many the target checks
 
     @property
     def pending(self) -> int:
@@ -133,41 +145,26 @@ def _forward_fn(graphdef, state, pages, out, tokens, positions, slots, tables, l
     return out.at[rows].set(logits, mode="drop"), pages
 
 
+def _score_fn(graphdef, state, pages, tokens, positions, slots, tables, lens, take):
+    """Logits (B, k+1, V) at the row positions `take` (B, k+1): the target's view of a row's proposals."""
+    model = nnx.merge(graphdef, state)
+    hidden, pages = model.model.paged_forward(tokens, positions, pages, slots, tables, lens)
+    picked = jnp.take_along_axis(hidden, take[:, :, None], axis=1)
+    return model.head(picked).astype(jnp.float32), pages
+
+
 # The pages are donated: each step writes the new keys/values in place instead of copying the pool.
 _forward = jax.jit(_forward_fn, static_argnums=0, donate_argnums=(2, 3))
+_score = jax.jit(_score_fn, static_argnums=0, donate_argnums=2)
 
 
-@functools.partial(jax.jit, static_argnames="top_n")
-def _sample(logits, seeds, counters, temperature, top_k, top_p, mask=None, *, top_n=0):
-    """Next token per row with that row's settings; temperature 0 rows take the argmax.
+class _Paged:
+    """A model split for compiled calls, with its page pool and its step's logits buffer."""
 
-    Row r draws with key fold_in(key(seeds[r]), counters[r]): a request's stream
-    depends on its seed and how many tokens it has, not on its neighbours.
-    `mask` (rows, V) bool keeps only the allowed tokens. With `top_n`, also
-    the chosen token's log-probability and the `top_n` best (log_softmax of
-    the unmasked logits).
-    """
-    raw = logits
-    if mask is not None:
-        logits = jnp.where(mask, logits, -jnp.inf)
-    keys = jax.vmap(lambda s, c: jax.random.fold_in(jax.random.key(s), c))(seeds, counters)
-    greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
-    scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
-    order = jnp.argsort(-scaled, axis=-1)
-    ranked = jnp.take_along_axis(scaled, order, axis=-1)
-    rank = jnp.arange(logits.shape[-1])[None, :]
-    ranked = jnp.where((top_k[:, None] > 0) & (rank >= top_k[:, None]), -jnp.inf, ranked)
-    probs = jax.nn.softmax(ranked, axis=-1)
-    before = jnp.cumsum(probs, axis=-1) - probs
-    ranked = jnp.where(before >= top_p[:, None], -jnp.inf, ranked)
-    choice = jax.vmap(lambda k, row: jax.random.categorical(k, row))(keys, ranked)
-    sampled = jnp.take_along_axis(order, choice[:, None], axis=-1)[:, 0].astype(jnp.int32)
-    token = jnp.where(temperature == 0, greedy, sampled)
-    if not top_n:
-        return token, None, None, None
-    logp = jax.nn.log_softmax(raw, axis=-1)
-    best, best_ids = jax.lax.top_k(logp, top_n)
-    return token, jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0], best, best_ids
+    def __init__(self, model, num_blocks: int, block_size: int, rows: int):
+        self.graphdef, self.state = nnx.split(model)
+        self.pages = model.init_pages(num_blocks, block_size)
+        self.logits = jnp.zeros((rows, model.config.vocab_size), jnp.float32)
 
 
 def _bucket(n: int, low: int = 1) -> int:
@@ -209,7 +206,8 @@ class LLMEngine:
         recomputed) when the pool runs out.
       enable_prefix_caching: reuse the blocks of a prompt's prefix computed earlier.
       max_prefill_tokens: prompt tokens computed per step (longer prompts are chunked).
-      speculative: reserved for speculative decoding; must be None.
+      speculative: None, or a `SpeculativeConfig` (prompt lookup or a draft model):
+        exact speculative decoding; `spec_stats()` reports its acceptance.
 
     Example:
       >>> from pdx.models.llama import LlamaForCausalLM, LLMEngine, SamplingParams
@@ -242,11 +240,14 @@ class LLMEngine:
             raise ValueError(f"LLMEngine: num_blocks must be an int >= {self._max_blocks} (one max_len={max_len} "
                              f"sequence in blocks of {block_size}); got {num_blocks!r}")
         if speculative is not None:
-            raise ValueError(f"LLMEngine: speculative decoding is not available; pass speculative=None "
-                             f"(got {speculative!r})")
+            if not isinstance(speculative, SpeculativeConfig):
+                raise ValueError(f"LLMEngine: speculative must be None or a SpeculativeConfig(method='ngram' | "
+                                 f"'draft', ...); got {type(speculative).__name__}")
+            speculative.check(model.config, max_len)
+            if speculative.draft_model is not None:
+                speculative.draft_model.eval()
         model.eval()
-        self.model, self.tokenizer = model, tokenizer
-        self._graphdef, self._state = nnx.split(model)
+        self.model, self.tokenizer, self.speculative = model, tokenizer, speculative
         self.max_slots, self.max_len, self.max_queue = max_slots, max_len, max_queue
         self.block_size, self.num_blocks, self.max_prefill_tokens = block_size, num_blocks, max_prefill_tokens
         self.enable_prefix_caching = bool(enable_prefix_caching)
@@ -260,14 +261,16 @@ class LLMEngine:
         self._cond = threading.Condition()
         self._stop = False
         self.stats = {"decode_steps": 0, "prefills": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
-                      "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0}
+                      "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0,
+                      "spec_rows": 0, "spec_proposed": 0, "spec_accepted": 0}
         self._thread = threading.Thread(target=self._loop, name="pdx-llm-engine", daemon=True)
         self._thread.start()
 
     def _new_cache(self) -> None:
         self.pool = BlockPool(self.num_blocks, self.block_size, enable_prefix_caching=self.enable_prefix_caching)
-        self._pages = self.model.init_pages(self.num_blocks, self.block_size)
-        self._logits = jnp.zeros((self.max_slots, self.model.config.vocab_size), jnp.float32)
+        self._target = _Paged(self.model, self.num_blocks, self.block_size, self.max_slots)
+        draft = self.speculative.draft_model if self.speculative is not None else None
+        self._draft = None if draft is None else _Paged(draft, self.num_blocks, self.block_size, self.max_slots)
 
     # -- submitting ----------------------------------------------------------------------------------
     def submit(self, prompt_ids, params: SamplingParams, on_event) -> Request:
@@ -315,6 +318,14 @@ class LLMEngine:
                     "tokens_held": sum(s.table.num_computed for s in self._running),
                     "kv_bytes_used": used * self._block_bytes}
 
+    def spec_stats(self) -> dict:
+        """Speculative decoding so far: proposals checked and kept, acceptance rate, tokens per target call."""
+        st = self.stats
+        rows = max(st["spec_rows"], 1)
+        return {"rows": st["spec_rows"], "proposed": st["spec_proposed"], "accepted": st["spec_accepted"],
+                "acceptance_rate": st["spec_accepted"] / max(st["spec_proposed"], 1),
+                "tokens_per_step": (st["spec_accepted"] + st["spec_rows"]) / rows}
+
     def close(self) -> None:
         with self._cond:
             self._stop = True
@@ -353,6 +364,10 @@ class LLMEngine:
             if n == 0:
                 i += 1
                 continue
+            if seq.pending == 1 and self.speculative is not None:
+                self._plan_drafts(seq)
+                if not seq.table.reserve(seq.table.num_computed + 1 + seq.num_drafts):
+                    seq.drafts, seq.num_drafts = [], 0
             while not seq.table.reserve(seq.table.num_computed + n):
                 victim = self._running[-1]
                 self._preempt(victim)
@@ -373,6 +388,7 @@ class LLMEngine:
                 break
             self._waiting.popleft()
             self._running.append(seq)
+            seq.drafts, seq.num_drafts = [], 0
             seq.request.cached_tokens = cached
             self.stats["prompt_tokens"] += len(seq.tokens)
             self.stats["prefix_cached_tokens"] += cached
@@ -387,73 +403,176 @@ class LLMEngine:
         self.stats["preemptions"] += 1
         self._waiting.appendleft(seq)
 
-    def _rows(self, rows, width: int, b: int):
-        """Padded arrays (b rows) for `rows` of (seq, n): each row's n tokens placed last in a row of `width`."""
+    def _plan_drafts(self, seq: _Seq) -> None:
+        """How many tokens to propose for a decoding sequence (and, for prompt lookup, which)."""
+        spec, request = self.speculative, seq.request
+        room = min(spec.num_speculative_tokens, self.max_len - len(seq.tokens),
+                   request.params.max_tokens - len(request.tokens) - 1)
+        if room <= 0 or request.params.constraint is not None:
+            seq.drafts, seq.num_drafts = [], 0
+        elif spec.method == "ngram":
+            seq.drafts = ngram_propose(seq.tokens, room, spec.prompt_lookup_max, spec.prompt_lookup_min)
+            seq.num_drafts = len(seq.drafts)
+        else:
+            seq.drafts, seq.num_drafts = [], room
+
+    def _rows(self, entries, width: int, b: int):
+        """Padded arrays (b rows) for entries of (seq, start, tokens): tokens at positions start.., placed last."""
         bs = self.block_size
         tokens = np.zeros((b, width), np.int32)
         slots = np.full((b, width), -1, np.int32)
         tables = np.zeros((b, self._max_blocks), np.int32)
         lens = np.zeros(b, np.int32)
-        for r, (seq, n) in enumerate(rows):
-            start = seq.table.num_computed
+        for r, (seq, start, toks) in enumerate(entries):
+            n = len(toks)
             pos = np.arange(start, start + n)
             blocks = np.asarray(seq.table.block_ids, np.int32)
-            tokens[r, width - n:] = seq.tokens[start:start + n]
+            tokens[r, width - n:] = toks
             slots[r, width - n:] = blocks[pos // bs] * bs + pos % bs
             tables[r, :len(blocks)] = blocks
             lens[r] = start + n
         positions = np.maximum(lens[:, None] - width + np.arange(width), 0).astype(np.int32)
         return tokens, positions, slots, tables, lens
 
+    def _forward_rows(self, paged: _Paged, entries, width: int, dest) -> None:
+        """One compiled call over entries; each entry's last logits land in row dest[i] of paged.logits."""
+        b = min(_bucket(len(entries)), self.max_slots)
+        rows = np.full(b, self.max_slots, np.int32)
+        rows[:len(entries)] = dest
+        paged.logits, paged.pages = _forward(paged.graphdef, paged.state, paged.pages, paged.logits,
+                                             *self._rows(entries, width, b), rows)
+
     def _call(self, rows, width: int, first: int):
-        """Run rows of (seq, n tokens); their logits land in rows first.. of the step's logits buffer."""
-        b = min(_bucket(len(rows)), self.max_slots)
-        dest = np.full(b, self.max_slots, np.int32)
-        dest[:len(rows)] = np.arange(first, first + len(rows))
-        self._logits, self._pages = _forward(self._graphdef, self._state, self._pages, self._logits,
-                                             *self._rows(rows, width, b), dest)
+        """Run rows of (seq, n tokens); their logits land in rows first.. of the step's logits buffer.
+
+        A draft model computes the same rows over its own pages, so its cache
+        covers every token the target's does.
+        """
+        entries = [(seq, seq.table.num_computed, seq.tokens[seq.table.num_computed:seq.table.num_computed + n])
+                   for seq, n in rows]
+        dest = np.arange(first, first + len(rows))
+        self._forward_rows(self._target, entries, width, dest)
+        if self._draft is not None:
+            self._forward_rows(self._draft, entries, width, dest)
 
     def _run(self, decode, prefill) -> None:
-        if decode:
+        speculate = self.speculative is not None and bool(decode)
+        if decode and not speculate:
             self._call(decode, 1, 0)
+        if decode:
             self.stats["decode_steps"] += 1
         done = [seq for seq, n in prefill if seq.pending == n]   # prompts whose last chunk runs now
         if prefill:
             # rows of prompts finished now come first: their logits are sampled
             prefill = sorted(prefill, key=lambda row: row[0].pending != row[1])
             width = min(_bucket(max(n for _, n in prefill), 16), self.max_prefill_tokens)
-            self._call(prefill, width, len(decode))
+            self._call(prefill, width, 0 if speculate else len(decode))
             self.stats["prefills"] += 1
             self.stats["prefill_tokens"] += sum(n for _, n in prefill)
-        ready = [seq for seq, _ in decode] + done
+        verified = self._speculate([seq for seq, _ in decode]) if speculate else []
+        ready = ([] if speculate else [seq for seq, _ in decode]) + done
         picked = self._pick(ready) if ready else []
         with self._cond:
-            for seq, n in decode + prefill:
+            for seq, n in ([] if speculate else decode) + prefill:
                 seq.table.commit(seq.tokens, seq.table.num_computed + n)
+            for seq, tokens, _ in verified:   # the last token and the kept proposals are computed
+                seq.table.commit(seq.tokens + tokens[:-1], seq.table.num_computed + len(tokens))
             for seq, (token, logprobs) in zip(ready, picked):
                 self._accept(seq, token, logprobs)
+            for seq, tokens, logprobs in verified:
+                for token, info in zip(tokens, logprobs):
+                    self._accept(seq, token, info)
+                    if seq.request.finish_reason is not None:
+                        break
 
-    def _pick(self, seqs):
-        """(token, logprobs or None) for the sequences whose logits are rows 0.. of the step's buffer."""
-        pad = self.max_slots - len(seqs)
-        params = [seq.request.params for seq in seqs] + [_GREEDY] * pad
-        counts = [len(seq.request.tokens) for seq in seqs] + [0] * pad
+    def _settings(self, seqs, counters):
+        """Per-row sampling arrays for seqs padded to max_slots rows: seeds, counters, temperature, top_k, top_p."""
+        params = [seq.request.params for seq in seqs] + [_GREEDY] * (self.max_slots - len(seqs))
+        counts = list(counters) + [0] * (self.max_slots - len(seqs))
+        return (np.asarray([p.seed for p in params], np.uint32), np.asarray(counts, np.uint32),
+                np.asarray([p.temperature for p in params], np.float32),
+                np.asarray([p.top_k for p in params], np.int32), np.asarray([p.top_p for p in params], np.float32))
+
+    def _constraint_mask(self, seqs, rows: int):
+        """(rows, V) bool of what each sequence's constraint allows next, or None when no sequence has one."""
         mask = None
         for r, seq in enumerate(seqs):
             constraint = seq.request.params.constraint
             allowed = None if constraint is None else constraint.allowed(list(seq.request.tokens))
             if allowed is not None:
-                mask = np.ones((self.max_slots, self.vocab_size), bool) if mask is None else mask
+                mask = np.ones((rows, self.vocab_size), bool) if mask is None else mask
                 mask[r] = self._mask(allowed, self.vocab_size)
-        top_n = MAX_LOGPROBS if any(p.logprobs is not None for p in params) else 0
-        out = _sample(self._logits, np.asarray([p.seed for p in params], np.uint32), np.asarray(counts, np.uint32),
-                      np.asarray([p.temperature for p in params], np.float32),
-                      np.asarray([p.top_k for p in params], np.int32),
-                      np.asarray([p.top_p for p in params], np.float32), mask, top_n=top_n)
+        return mask
+
+    def _pick(self, seqs):
+        """(token, logprobs or None) for the sequences whose logits are rows 0.. of the step's buffer."""
+        top_n = MAX_LOGPROBS if any(seq.request.params.logprobs is not None for seq in seqs) else 0
+        out = sample(self._target.logits, *self._settings(seqs, [len(seq.request.tokens) for seq in seqs]),
+                     self._constraint_mask(seqs, self.max_slots), top_n=top_n)
         token = np.asarray(out[0])
         best = [np.asarray(o) for o in out[1:]] if top_n else None
         return [(int(token[r]), None if best is None or seq.request.params.logprobs is None
                  else (float(best[0][r]), best[1][r], best[2][r])) for r, seq in enumerate(seqs)]
+
+    def _propose(self, seqs, b: int):
+        """A draft model's proposals (b, k) and their distributions (b, k, V), k small calls over its pages.
+
+        The first call recomputes the position before the last token too: when
+        every proposal was kept the step before, the draft never saw the last one.
+        """
+        k = self.speculative.num_speculative_tokens
+        drafts, dists = np.zeros((b, k), np.int32), []
+        for j in range(k):
+            live = [r for r, seq in enumerate(seqs) if j == 0 or seq.num_drafts > j]
+            if not live:
+                dists.append(jnp.zeros_like(dists[-1]))
+                continue
+            if j == 0:
+                entries = [(seq, len(seq.tokens) - 2, seq.tokens[-2:]) for seq in seqs]
+            else:
+                entries = [(seqs[r], len(seqs[r].tokens) - 1 + j, [int(drafts[r, j - 1])]) for r in live]
+            self._forward_rows(self._draft, entries, 2 if j == 0 else 1, live)
+            token, q = sample_draft(self._draft.logits,
+                                    *self._settings(seqs, [len(seq.request.tokens) + j for seq in seqs]))
+            drafts[:, j] = np.asarray(token)[:b]
+            dists.append(q[:b])
+        return drafts, jnp.stack(dists, axis=1)
+
+    def _speculate(self, seqs):
+        """Score each sequence's last token and proposals in one target call; (seq, tokens, logprobs) to emit."""
+        k = self.speculative.num_speculative_tokens
+        b = min(_bucket(len(seqs)), self.max_slots)
+        num = np.zeros(b, np.int32)
+        num[:len(seqs)] = [seq.num_drafts for seq in seqs]
+        if self._draft is not None:
+            drafts, q = self._propose(seqs, b)
+        else:
+            drafts, q = np.zeros((b, k), np.int32), None
+            for r, seq in enumerate(seqs):
+                drafts[r, :seq.num_drafts] = seq.drafts
+        entries = [(seq, len(seq.tokens) - 1, [seq.tokens[-1]] + list(drafts[r, :seq.num_drafts]))
+                   for r, seq in enumerate(seqs)]
+        take = np.minimum(k - num[:, None] + np.arange(k + 1)[None, :], k).astype(np.int32)
+        logits, self._target.pages = _score(self._target.graphdef, self._target.state, self._target.pages,
+                                            *self._rows(entries, k + 1, b), take)
+        counters = [len(seq.request.tokens) for seq in seqs]
+        settings = [a[:b] for a in self._settings(seqs, counters)]
+        mask = self._constraint_mask(seqs, b)
+        top_n = MAX_LOGPROBS if any(seq.request.params.logprobs is not None for seq in seqs) else 0
+        kept, tokens, *best = verify(logits, drafts, num, q, *settings, mask, top_n=top_n)
+        kept, tokens = np.asarray(kept), np.asarray(tokens)
+        best = [np.asarray(x) for x in best] if top_n else None
+        out = []
+        for r, seq in enumerate(seqs):
+            n = int(kept[r]) + 1
+            wants = best is not None and seq.request.params.logprobs is not None
+            infos = [(float(best[0][r, j]), best[1][r, j], best[2][r, j]) if wants else None for j in range(n)]
+            out.append((seq, [int(t) for t in tokens[r, :n]], infos))
+            self.stats["spec_rows"] += 1
+            self.stats["spec_proposed"] += seq.num_drafts
+            self.stats["spec_accepted"] += n - 1
+            seq.drafts, seq.num_drafts = [], 0
+        return out
 
     @staticmethod
     def _mask(allowed, vocab: int):
