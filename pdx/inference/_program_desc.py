@@ -256,11 +256,17 @@ def _int_list(b: _Builder, op, tensor_slot, list_slot, attr):
     return b.const(op["attrs"].get(attr, []))
 
 
-def _fill_value(a, dtype):
+def _fill_value(b: _Builder, a, dtype):
     """fill_constant's value: `str_value` when set (exact for int64), else the float `value`."""
     text = a.get("str_value") or ""
     if text:
-        return int(text) if dtype.startswith(("int", "uint")) else float(text)
+        try:
+            if dtype == "bool":
+                return float(text.lower() in ("1", "true"))
+            return int(text) if dtype.startswith(("int", "uint")) else float(text)
+        except ValueError:
+            raise ModelFormatError(f"{b.path}: op #{b.index} (fill_constant): str_value {text[:40]!r} is not a "
+                                   f"{dtype} number") from None
     return float(a.get("value", 0.0))
 
 
@@ -282,7 +288,7 @@ def _adapt_shape_op(b: _Builder, op) -> bool:
         b.emit("pd_op.slice", attrs, (get("Input"), starts, ends), (out("Out"),))
     elif t == "fill_constant":
         dtype = _PROTO_DTYPES.get(a.get("dtype"), "float32")
-        value = _fill_value(a, dtype)
+        value = _fill_value(b, a, dtype)
         if ins.get("ShapeTensor") or ins.get("ShapeTensorList") or ins.get("ValueTensor"):
             shape = _int_list(b, op, "ShapeTensor", "ShapeTensorList", "shape")
             v = get("ValueTensor") if ins.get("ValueTensor") else b.full(value, dtype)
