@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -179,12 +181,10 @@ def test_translated_layer_eager_and_jit(saved):
 
 def test_shape_ops_are_computed_at_trace_time(saved):
     """Shapes, position ids and reshape targets are constants of the traced program, not array computations."""
-    import jax
-
     fmt, root, names = saved
     program = inference.PaddleProgram(root / FORMATS[fmt], root / "model.pdiparams")
     inputs, _ = _case(root, names, 2)
-    jaxpr = jax.make_jaxpr(lambda p, xs: program(p, xs))(program.values, [jax.numpy.asarray(x) for x in inputs])
+    jaxpr = jax.make_jaxpr(lambda p, xs: program(p, xs))(program.values, [jnp.asarray(x) for x in inputs])
     eqns = jaxpr.jaxpr.eqns
     prims = [eqn.primitive.name for eqn in eqns]
     # arange, the shape slices and the concatenated shape never reach the jaxpr: the one slice is x[:, 0]
