@@ -143,6 +143,12 @@ class _Metrics:
         lines += ["# TYPE pdx_llm_kv_blocks_used gauge", f"pdx_llm_kv_blocks_used {kv['blocks_used']}",
                   "# TYPE pdx_llm_kv_blocks_total gauge", f"pdx_llm_kv_blocks_total {kv['blocks_total']}",
                   "# TYPE pdx_llm_kv_tokens_held gauge", f"pdx_llm_kv_tokens_held {kv['tokens_held']}"]
+        if engine.speculative is not None:
+            spec = engine.spec_stats()
+            lines += ["# TYPE pdx_llm_spec_proposed_tokens_total counter",
+                      f"pdx_llm_spec_proposed_tokens_total {spec['proposed']}",
+                      "# TYPE pdx_llm_spec_accepted_tokens_total counter",
+                      f"pdx_llm_spec_accepted_tokens_total {spec['accepted']}"]
         if self.ttft:
             ordered = sorted(self.ttft)
             lines += ["# TYPE pdx_llm_time_to_first_token_seconds summary"]
@@ -446,8 +452,10 @@ def _longest_token_bytes(tokenizer) -> int:
 
 class _LLMService:
     def __init__(self, directory, *, name, max_slots, max_len, max_queue, max_body_bytes, timeout_s,
-                 max_json_depth, max_n, max_prompt_bytes, tokenizer=None, on_load_error=None):
+                 max_json_depth, max_n, max_prompt_bytes, tokenizer=None, on_load_error=None, speculative=None,
+                 num_speculative_tokens=4):
         self.directory, self.max_slots, self.max_len, self.max_queue = directory, max_slots, max_len, max_queue
+        self.speculative, self.num_speculative_tokens = speculative, num_speculative_tokens
         self.max_body_bytes, self.timeout_s, self.max_json_depth = max_body_bytes, timeout_s, max_json_depth
         self.max_n, self.max_prompt_bytes = max_n, max_prompt_bytes
         self.name = name or (os.path.basename(os.path.normpath(directory)) if isinstance(directory, str) else "model")
@@ -467,7 +475,7 @@ class _LLMService:
         return self.max_slots + self.max_queue
 
     async def start(self):
-        from pdx.models.llama import LLMEngine, SamplingParams
+        from pdx.models.llama import LLMEngine, SamplingParams, SpeculativeConfig
 
         self.pool = DaemonPool(_TEXT_THREADS, name="pdx-llm-text")
         # renders and tokenizers hold the GIL in slices: a shorter slice lets the event loop (health checks,
@@ -480,9 +488,16 @@ class _LLMService:
             else:
                 model, tok = load_llm(self.directory, tokenizer=self.tokenizer)
             check_vocab(tok, model.config.vocab_size, self.name)
+            spec = None
+            if self.speculative is not None:
+                draft = self.speculative
+                if isinstance(draft, str) and draft != "ngram":   # a draft model directory sharing the tokenizer
+                    draft = load_llm(draft, tokenizer=tok)[0]
+                spec = (SpeculativeConfig("ngram", self.num_speculative_tokens) if draft == "ngram" else
+                        SpeculativeConfig("draft", self.num_speculative_tokens, draft_model=draft))
             # the engine's own queue holds every request the server admits (admission is counted here)
             engine = LLMEngine(model, tok, max_slots=self.max_slots, max_len=self.max_len,
-                               max_queue=self.max_slots + self.max_queue)
+                               max_queue=self.max_slots + self.max_queue, speculative=spec)
             engine.generate(tok.encode("warm up")[: self.max_len - 2] or [0], SamplingParams(max_tokens=2, temperature=0))
             budget = self.max_prompt_bytes or min(self.max_body_bytes, self.max_len * _longest_token_bytes(tok))
             return engine, tok, model.config.vocab_size, budget
@@ -863,7 +878,8 @@ def _usage(ids, handles) -> dict:
 def create_llm_app(model, *, name: str | None = None, max_slots: int = DEFAULT_MAX_SLOTS,
                    max_len: int = DEFAULT_MAX_LEN, max_queue: int = 256, max_body_bytes: int = 1 << 20,
                    timeout_s: float = 120.0, max_json_depth: int = 32, max_n: int = DEFAULT_MAX_N,
-                   max_prompt_bytes: int | None = None, on_load_error=None):
+                   max_prompt_bytes: int | None = None, on_load_error=None, speculative=None,
+                   num_speculative_tokens: int = 4):
     """The ASGI app of `pdx serve --llm`.
 
     Args:
@@ -876,6 +892,9 @@ def create_llm_app(model, *, name: str | None = None, max_slots: int = DEFAULT_M
       max_prompt_bytes: the most UTF-8 bytes of prompt text per request, checked before tokenizing
         (default: max_len x the longest token's bytes, at most max_body_bytes).
       on_load_error: called with the reason if the model fails to load.
+      speculative: None; "ngram" (prompt lookup); or a draft model (a directory like `model`, or a
+        LlamaForCausalLM) with the same tokenizer: exact speculative decoding with
+        `num_speculative_tokens` proposals per step.
 
     Raises:
       ValueError: a bad option, a directory without config.json, or a tokenizer with more ids than the
@@ -897,6 +916,17 @@ def create_llm_app(model, *, name: str | None = None, max_slots: int = DEFAULT_M
     if (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s)
             or timeout_s <= 0):
         raise ValueError(f"create_llm_app: timeout_s must be a finite number > 0; got {timeout_s!r}")
+    if isinstance(num_speculative_tokens, bool) or not isinstance(num_speculative_tokens, int) \
+            or not 1 <= num_speculative_tokens <= 16:
+        raise ValueError(f"create_llm_app: num_speculative_tokens must be an int in [1, 16]; got "
+                         f"{num_speculative_tokens!r}")
+    if isinstance(speculative, str) and speculative != "ngram" and \
+            not os.path.isfile(os.path.join(speculative, "config.json")):
+        raise ValueError(f"pdx serve --llm: speculative={speculative!r} is neither 'ngram' nor a draft model "
+                         "directory (no config.json); pass --speculative ngram or a directory like the model's")
+    if speculative is not None and not isinstance(speculative, str) and not hasattr(speculative, "paged_forward"):
+        raise ValueError(f"create_llm_app: speculative must be None, 'ngram', a draft model directory or a "
+                         f"LlamaForCausalLM; got {type(speculative).__name__}")
     tokenizer = None
     if isinstance(model, str):
         if not os.path.isfile(os.path.join(model, "config.json")):
@@ -919,7 +949,8 @@ def create_llm_app(model, *, name: str | None = None, max_slots: int = DEFAULT_M
     service = _LLMService(model, name=name, max_slots=max_slots,
                           max_len=max_len, max_queue=max_queue, max_body_bytes=max_body_bytes, timeout_s=timeout_s,
                           max_json_depth=max_json_depth, max_n=max_n, max_prompt_bytes=max_prompt_bytes,
-                          tokenizer=tokenizer, on_load_error=on_load_error)
+                          tokenizer=tokenizer, on_load_error=on_load_error, speculative=speculative,
+                          num_speculative_tokens=num_speculative_tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

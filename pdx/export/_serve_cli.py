@@ -34,6 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="--llm: requests decoded together, the KV cache's rows (default %(default)s)")
     parser.add_argument("--max-len", type=int, default=256,
                         help="--llm: context length per request, prompt + generated tokens (default %(default)s)")
+    parser.add_argument("--speculative", default=None, metavar="ngram|DIR",
+                        help="--llm: exact speculative decoding: 'ngram' (prompt lookup) or a draft model "
+                             "directory sharing the model's tokenizer (default: off)")
+    parser.add_argument("--num-speculative-tokens", type=int, default=4,
+                        help="--llm: tokens proposed per step with --speculative (default %(default)s)")
     parser.add_argument("--max-n", type=int, default=8,
                         help="--llm: the most choices (n) one request may ask for (default %(default)s)")
     parser.add_argument("--tokenizer", default=None, metavar="DIR",
@@ -90,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             serve_llm(args.artifact, host=args.host, port=args.port, log_level=args.log_level, name=args.name,
                       max_slots=args.max_slots, max_len=args.max_len, max_queue=args.max_queue, max_n=args.max_n,
+                      speculative=args.speculative, num_speculative_tokens=args.num_speculative_tokens,
                       max_body_bytes=args.max_body_bytes, timeout_s=args.timeout_s,
                       max_json_depth=args.max_json_depth, header_timeout_s=args.header_timeout_s,
                       keep_alive_s=args.keep_alive_s, graceful_timeout_s=args.graceful_timeout_s)

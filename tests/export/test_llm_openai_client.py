@@ -7,6 +7,8 @@ classes, and a client that leaves mid-stream hands its KV blocks back.
 """
 
 import concurrent.futures
+import subprocess
+import sys
 import json
 import re
 import time
@@ -170,3 +172,26 @@ def test_disconnect_mid_stream_frees_kv_blocks(server):
     while kv_used(url) != baseline and time.time() < deadline:
         time.sleep(0.1)
     assert kv_used(url) == baseline
+
+
+def test_speculative_server_answers_as_the_plain_one(server, model_dir):  # noqa: F811
+    """`--speculative ngram`: the same greedy answers and logprobs as the plain server; its proposals are counted."""
+    url, client = server
+    proc, spec_url = start(model_dir, "--max-slots", "2", "--max-len", "128", "--speculative", "ngram",
+                           "--num-speculative-tokens", "3")
+    try:
+        spec = openai.OpenAI(base_url=spec_url + "/v1", api_key="x", max_retries=0, timeout=60)
+        for prompt in ("the cat the cat the cat", "a b a b a b a", [5, 6, 7, 5, 6, 7, 5, 6]):
+            args = dict(model="hf", prompt=prompt, max_tokens=12, temperature=0, logprobs=1)
+            plain, fast = client.completions.create(**args), spec.completions.create(**args)
+            assert fast.choices[0].text == plain.choices[0].text
+            assert fast.choices[0].logprobs.tokens == plain.choices[0].logprobs.tokens
+            np.testing.assert_allclose(fast.choices[0].logprobs.token_logprobs,
+                                       plain.choices[0].logprobs.token_logprobs, atol=2e-3)
+        metrics = httpx.get(spec_url + "/metrics").text
+        assert int(re.search(r"^pdx_llm_spec_proposed_tokens_total (\d+)$", metrics, re.M).group(1)) > 0
+    finally:
+        stop(proc)
+    bad = subprocess.run([sys.executable, "-m", "pdx.cli", "serve", "--llm", model_dir, "--port", "0",
+                          "--speculative", "/nowhere"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "neither 'ngram' nor a draft model directory" in bad.stderr
