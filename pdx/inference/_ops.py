@@ -80,6 +80,128 @@ def _conv(ins, a):
                                     feature_group_count=int(a.get("groups", 1)))
 
 
+def _conv_transpose(ins, a):
+    """Paddle's conv{2,3}d_transpose: filter (C_in, C_out / groups, *k), optional output_size (ints)."""
+    x, w = ins[0], ins[1]
+    out_size = _ints(ins[2]) if len(ins) > 2 and ins[2] is not None else []
+    nhwc = a.get("data_format", "NCHW") in ("NHWC", "NDHWC")
+    n = x.ndim - 2
+    if nhwc:
+        perm = (0, n + 1, *range(1, n + 1))
+        y = _conv_transpose([jnp.transpose(x, perm), w, ins[2] if len(ins) > 2 else None],
+                            {**a, "data_format": "NCHW"})
+        return jnp.transpose(y, (0, *range(2, n + 2), 1))
+    spatial, kernel = x.shape[2:], w.shape[2:]
+    strides = [int(s) for s in a.get("strides", [1] * n)]
+    dilations = [int(d) for d in a.get("dilations", [1] * n)]
+    algorithm = a.get("padding_algorithm", "EXPLICIT")
+    if algorithm == "SAME":
+        dilations = [1] * n  # Paddle resets the dilation of a SAME-padded transposed convolution
+    pads = _pairs(a.get("paddings", [0] * n), n, spatial, kernel, strides, dilations, algorithm)
+    extra = [int(p) for p in a.get("output_padding", [])] or [0] * n
+    if out_size:
+        base = [(i - 1) * s - lo - hi + d * (k - 1) + 1
+                for i, s, (lo, hi), d, k in zip(spatial, strides, pads, dilations, kernel)]
+        extra = [o - b for o, b in zip(out_size, base)]
+        if any(not 0 <= e < max(s, d) for e, s, d in zip(extra, strides, dilations)):
+            raise ValueError(f"output_size={out_size} does not fit the input {list(spatial)} with strides={strides}"
+                             f" and paddings={a.get('paddings')}: the size without output padding is {base}")
+    g = int(a.get("groups", 1))
+    c_in, c_out_g = w.shape[0], w.shape[1]
+    # (C_in, C_out/g, *k) -> (C_out, C_in/g, *k), spatially flipped: a convolution of the dilated input
+    wg = w.reshape(g, c_in // g, c_out_g, *kernel)
+    wg = jnp.swapaxes(wg, 1, 2).reshape(g * c_out_g, c_in // g, *kernel)
+    wg = jnp.flip(wg, axis=tuple(range(2, n + 2)))
+    padding = [(d * (k - 1) - lo, d * (k - 1) - hi + e) for (lo, hi), d, k, e in zip(pads, dilations, kernel, extra)]
+    spec = "NC" + "DHW"[-n:]
+    dn = lax.conv_dimension_numbers(x.shape, wg.shape, (spec, "OI" + "DHW"[-n:], spec))
+    return lax.conv_general_dilated(x, wg, [1] * n, padding, lhs_dilation=strides, rhs_dilation=dilations,
+                                    dimension_numbers=dn, feature_group_count=g)
+
+
+def _interp_size(ins, a, in_h, in_w):
+    """(out_h, out_w, scale_h, scale_w) as Paddle's 2-D interpolate kernel resolves them (scale -1: none)."""
+    out_size, size_tensor, scale_tensor = (list(ins) + [None] * 4)[1:4]
+    out_h, out_w = int(a.get("out_h", -1)), int(a.get("out_w", -1))
+    scale_h = scale_w = -1.0
+    if size_tensor is not None and size_tensor != []:
+        out_h, out_w = _ints(size_tensor)[:2]
+        return out_h, out_w, scale_h, scale_w
+    if scale_tensor is not None:
+        scale = [float(v) for v in np.asarray(scale_tensor, np.float32).reshape(-1)]
+        scale_h, scale_w = (scale[0], scale[1]) if len(scale) > 1 else (scale[0], scale[0])
+    elif len(a.get("scale", [])) > 1:
+        scale_h, scale_w = (float(v) for v in a["scale"][:2])
+    if scale_h > 0 and scale_w > 0:  # float32 product truncated, as Paddle's static_cast<int>(in_h * scale_h)
+        out_h = int(np.float32(in_h) * np.float32(scale_h))
+        out_w = int(np.float32(in_w) * np.float32(scale_w))
+    if out_size is not None:
+        out_h, out_w = _ints(out_size)[:2]
+    if out_h <= 0 or out_w <= 0:
+        raise ValueError(f"the output size {[out_h, out_w]} (out_h/out_w, scale={a.get('scale')}) must be positive")
+    return out_h, out_w, scale_h, scale_w
+
+
+def _interp_ratio(size, out, scale, align_corners):
+    """Paddle's source step per output pixel (float32)."""
+    if out <= 1:
+        return np.float32(0.0)
+    if align_corners:
+        return np.float32(size - 1) / np.float32(out - 1)
+    return np.float32(1.0 / scale) if scale > 0 else np.float32(size) / np.float32(out)
+
+
+def _linear_taps(size, out, ratio, align_flag):
+    """(lower index, upper index, upper weight) per output pixel, with Paddle's float32/float64 rounding."""
+    k = np.arange(out)
+    if align_flag:
+        src = np.float64(ratio) * (k + 0.5) - 0.5
+        lo = np.maximum(src.astype(np.int64), 0)  # C++ truncation, then clamped at 0
+        frac = np.maximum(src.astype(np.float32), 0) - lo.astype(np.float32)
+    else:
+        src = (ratio * k.astype(np.float32)).astype(np.float32)
+        lo = np.maximum(src.astype(np.int64), 0)
+        frac = src - lo.astype(np.float32)
+    hi = np.minimum(lo + 1, size - 1)
+    return lo, hi, frac.astype(np.float32)
+
+
+def _interp(ins, a):
+    """pd_op.nearest_interp / bilinear_interp on a 4-D input, with Paddle's index and weight arithmetic."""
+    x = ins[0]
+    method = a.get("interp_method", "bilinear")
+    if x.ndim != 4 or method not in ("nearest", "bilinear"):
+        raise ValueError(f"{method} interpolation of a {x.ndim}-D input is not supported; pdx translates nearest "
+                         "and bilinear interpolation of NCHW / NHWC images")
+    nhwc = a.get("data_format", "NCHW") == "NHWC"
+    h_axis, w_axis = (1, 2) if nhwc else (2, 3)
+    in_h, in_w = x.shape[h_axis], x.shape[w_axis]
+    out_h, out_w, scale_h, scale_w = _interp_size(ins, a, in_h, in_w)
+    if (out_h, out_w) == (in_h, in_w):
+        return x
+    align_corners = bool(a.get("align_corners", False))
+    ratio_h = _interp_ratio(in_h, out_h, scale_h, align_corners)
+    ratio_w = _interp_ratio(in_w, out_w, scale_w, align_corners)
+    if method == "nearest":
+        def index(ratio, out):
+            src = ratio * np.arange(out).astype(np.float32)
+            return (np.float64(src) + 0.5).astype(np.int64) if align_corners else src.astype(np.int64)
+        return jnp.take(jnp.take(x, index(ratio_h, out_h), axis=h_axis), index(ratio_w, out_w), axis=w_axis)
+    align_flag = int(a.get("align_mode", 1)) == 0 and not align_corners
+    y_lo, y_hi, dy = _linear_taps(in_h, out_h, ratio_h, align_flag)
+    x_lo, x_hi, dx = _linear_taps(in_w, out_w, ratio_w, align_flag)
+    shape_h = [1] * 4
+    shape_h[h_axis] = out_h
+    shape_w = [1] * 4
+    shape_w[w_axis] = out_w
+    dy, dx = jnp.asarray(dy.reshape(shape_h), x.dtype), jnp.asarray(dx.reshape(shape_w), x.dtype)
+    rows_lo, rows_hi = jnp.take(x, y_lo, axis=h_axis), jnp.take(x, y_hi, axis=h_axis)
+
+    def across(rows):
+        return jnp.take(rows, x_lo, axis=w_axis) * (1 - dx) + jnp.take(rows, x_hi, axis=w_axis) * dx
+    return across(rows_lo) * (1 - dy) + across(rows_hi) * dy
+
+
 def _adaptive_bins(size, out):
     return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
 
@@ -202,11 +324,16 @@ def _slice(ins, a):
 
 
 def _strided_slice(ins, a):
+    """Python slicing per axis (Paddle clamps out-of-range bounds the same way); legacy decrease_axis squeezes."""
     x = ins[0]
     index = [slice(None)] * x.ndim
     for axis, s, e, st in zip(a["axes"], _ints(ins[1]), _ints(ins[2]), _ints(ins[3])):
-        index[axis] = slice(s, e, st)
-    return x[tuple(index)]
+        if st == 0:
+            raise ValueError(f"strided_slice: the stride of axis {axis} is 0")
+        index[int(axis) % x.ndim] = slice(s, e, st)
+    out = x[tuple(index)]
+    decrease = {int(d) % x.ndim for d in a.get("decrease_axis", [])}
+    return out.reshape([d for i, d in enumerate(out.shape) if i not in decrease]) if decrease else out
 
 
 def _unsqueeze(ins, a):
@@ -541,6 +668,8 @@ _BINARY = {
 
 _TABLE = {
     "pd_op.conv2d": _conv, "pd_op.depthwise_conv2d": _conv, "pd_op.conv3d": _conv, "pd_op.pool2d": _pool2d,
+    "pd_op.conv2d_transpose": _conv_transpose, "pd_op.depthwise_conv2d_transpose": _conv_transpose,
+    "pd_op.conv3d_transpose": _conv_transpose, "pd_op.nearest_interp": _interp, "pd_op.bilinear_interp": _interp,
     "pd_op.batch_norm": _batch_norm, "pd_op.batch_norm_": _batch_norm, "pd_op.layer_norm": _layer_norm,
     "pd_op.group_norm": _group_norm,
     "pd_op.full": _full, "pd_op.full_int_array": _full_int_array, "pd_op.full_with_tensor": _full_with_tensor,

@@ -380,6 +380,30 @@ def _adapt(b: _Builder, op) -> None:
             sections = _int_list(b, op, None, "SectionsTensorList", "sections")
             b.emit("pd_op.split", {}, (get("X"), sections, axis), (parts,))
         b.emit("builtin.split", {}, (parts,), tuple(b.define(n) for n in op["out"].get("Out", [])))
+    elif t in ("conv2d_transpose", "depthwise_conv2d_transpose", "conv3d_transpose"):
+        if ins.get("Bias"):
+            raise ModelFormatError(f"{b.path}: op #{b.index} ({t}): a fused Bias input is not supported; save the "
+                                   "model without the inference passes that fuse it")
+        attrs = {k: a.get(k) for k in ("strides", "paddings", "output_padding", "padding_algorithm", "groups",
+                                       "dilations", "data_format") if k in a}
+        b.emit(f"pd_op.{t}", attrs, (get("Input"), get("Filter"), b.const(a.get("output_size", []))),
+               (out("Output"),))
+    elif t in ("nearest_interp_v2", "bilinear_interp_v2"):
+        attrs = {"data_format": a.get("data_layout", "NCHW"), "out_h": int(a.get("out_h", -1)),
+                 "out_w": int(a.get("out_w", -1)), "scale": [float(v) for v in a.get("scale", [])],
+                 "interp_method": a.get("interp_method", t.split("_")[0]),
+                 "align_corners": bool(a.get("align_corners", False)), "align_mode": int(a.get("align_mode", 1))}
+        sizes = 0
+        if ins.get("SizeTensor"):
+            sizes = b.define()
+            b.emit("builtin.combine", {}, tuple(b.use(n) for n in ins["SizeTensor"]), (sizes,))
+        b.emit(f"pd_op.{t[:-3]}", attrs, (get("X"), get("OutSize"), sizes, get("Scale")), (out("Out"),))
+    elif t == "strided_slice":
+        starts = _int_list(b, op, "StartsTensor", "StartsTensorList", "starts")
+        ends = _int_list(b, op, "EndsTensor", "EndsTensorList", "ends")
+        strides = _int_list(b, op, "StridesTensor", "StridesTensorList", "strides")
+        attrs = {"axes": list(a.get("axes", [])), "decrease_axis": list(a.get("decrease_axis", []))}
+        b.emit("pd_op.strided_slice", attrs, (get("Input"), starts, ends, strides), (out("Out"),))
     elif t == "masked_fill":
         b.emit("pd_op.masked_fill", {}, (get("x"), get("mask"), get("value")), (out("out"),))
     elif t == "stanh":

@@ -20,6 +20,7 @@ raw little-endian data, numel x itemsize bytes
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 from typing import Any, NamedTuple
@@ -310,8 +311,15 @@ def _np_dtype(name):
 
 def read_params(path, params, *, max_bytes: int = MAX_PARAMS_BYTES) -> dict[str, np.ndarray]:
     """The persistable parameters of `params` (a Program's) from a `.pdiparams` stream, checked one by one."""
-    path = str(path)
     expected = sorted((p for p in params if p.persistable), key=lambda p: p.name)
+    if path is None or not os.path.lexists(path):
+        if not expected:  # paddle.jit.save writes no .pdiparams for a program without parameters
+            return {}
+        names = [p.name for p in expected]
+        raise ModelFormatError(f"{path}: no parameters file, but the program declares {len(names)} parameters "
+                               f"({names[:3]}{' ...' if len(names) > 3 else ''}); pass the .pdiparams file "
+                               "paddle.jit.save wrote next to the program")
+    path = str(path)
     data = _safefile.read_file(path, max_bytes=max_bytes, what="Paddle parameters", error=ModelFormatError)
     view, off, out = memoryview(data), 0, {}
 

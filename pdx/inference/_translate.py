@@ -22,26 +22,30 @@ __all__ = ["PaddleProgram", "find_model_files", "is_paddle_model"]
 _PROGRAM_SUFFIXES = (".json", ".pdmodel")
 
 
-def find_model_files(path, params_file=None) -> tuple[Path, Path]:
+def find_model_files(path, params_file=None) -> tuple[Path, Path | None]:
     """(program file, params file) for a model directory, a path prefix, or a program file.
 
     A directory holds one program, PIR JSON (`inference.json`, `model.json`) or
     legacy ProgramDesc (`model.pdmodel`), next to its `.pdiparams`; a prefix
     `dir/model` names `dir/model.json` (or, when only that exists,
-    `dir/model.pdmodel`) and `dir/model.pdiparams`.
+    `dir/model.pdmodel`) and `dir/model.pdiparams`. A program without
+    parameters has no `.pdiparams` (paddle.jit.save writes none): a directory
+    holding only its program finds it, and `params_file=""` (Paddle
+    Inference's `Config(model_file, "")`) names no parameters file (None).
     """
     path = Path(path)
     if params_file is not None:
-        return path, Path(params_file)
+        return path, (Path(params_file) if os.fspath(params_file) != "" else None)
     if path.is_dir():
-        programs = sorted(p for p in path.iterdir() if p.suffix in _PROGRAM_SUFFIXES
-                          and p.with_suffix(".pdiparams").exists())
-        if len(programs) != 1:
-            found = [p.name for p in programs]
-            raise ModelFormatError(f"{str(path)!r}: expected one Paddle program (*.json or *.pdmodel with a "
-                                   ".pdiparams next to "
-                                   f"it), found {found or 'none'}; pass Config(model_file, params_file)")
-        return programs[0], programs[0].with_suffix(".pdiparams")
+        programs = sorted(p for p in path.iterdir() if p.suffix in _PROGRAM_SUFFIXES and p.is_file())
+        with_params = [p for p in programs if p.with_suffix(".pdiparams").exists()]
+        candidates = with_params or [p for p in programs if p.name != "manifest.json"]
+        if len(candidates) != 1:
+            found = [p.name for p in candidates]
+            raise ModelFormatError(f"{str(path)!r}: expected one Paddle program (*.json or *.pdmodel, with the "
+                                   ".pdiparams next to it when it has parameters), found "
+                                   f"{found or 'none'}; pass Config(model_file, params_file)")
+        return candidates[0], candidates[0].with_suffix(".pdiparams")
     if path.suffix in _PROGRAM_SUFFIXES:
         return path, path.with_suffix(".pdiparams")
     if not Path(f"{path}.json").exists() and Path(f"{path}.pdmodel").exists():
@@ -55,13 +59,23 @@ def _read_any_program(path) -> Program:
 
 
 def is_paddle_model(path) -> bool:
-    """True when `path` (a directory, prefix or program file) names a Paddle-saved model (PIR JSON or ProgramDesc)."""
+    """True when `path` (a directory, prefix or program file) names a Paddle-saved model (PIR JSON or ProgramDesc).
+
+    A program with no `.pdiparams` next to it counts only when it reads as a Paddle program that declares no
+    parameters (so a directory of other JSON files, such as a Hugging Face checkpoint, is not taken for one).
+    """
     try:
         program, params = find_model_files(path)
     except (ModelFormatError, OSError):
         return False
-    return program.is_file() and params.is_file() and not (Path(path).is_dir()
-                                                           and (Path(path) / "manifest.json").exists())
+    if not program.is_file() or (Path(path).is_dir() and (Path(path) / "manifest.json").exists()):
+        return False
+    if params is not None and params.is_file():
+        return True
+    try:
+        return not any(p.persistable for p in _read_any_program(program).params)
+    except (ModelFormatError, OSError):
+        return False
 
 
 class PaddleProgram:
@@ -69,7 +83,8 @@ class PaddleProgram:
 
     Args:
       model_file: the PIR JSON program (`model.json`) or the legacy ProgramDesc (`model.pdmodel`).
-      params_file: its `.pdiparams` stream.
+      params_file: its `.pdiparams` stream; None (or a path that does not exist) for a program that declares
+        no parameters, for which paddle.jit.save writes no `.pdiparams`.
 
     Attributes:
       feeds / fetches / params: typed records of the inputs, outputs and parameters.
@@ -91,7 +106,8 @@ class PaddleProgram:
                    f"{sorted({n for _, n in unknown})})" if len(unknown) > 1 else "")
                 + f". Supported ops: {', '.join(sorted(OPS))}")
         self.values = read_params(params_file, self.program.params)
-        self.model_file, self.params_file = os.fspath(model_file), os.fspath(params_file)
+        self.model_file = os.fspath(model_file)
+        self.params_file = None if params_file is None else os.fspath(params_file)
 
     @property
     def feeds(self):
