@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_float, default_int
+from pdx._args import attr_error
 from pdx.ops._checks import check_rank, dtype_arg, static_int
 from pdx.ops._common import as_array, op_error, shape_list
 
@@ -310,12 +311,23 @@ def linspace(start, stop, num, dtype=None, name=None):
     return values.astype(dt)
 
 
+def _eye_size(value, name: str) -> int:
+    """eye's sizes as Paddle reads them: a non-negative int, or a 1-element tensor of any real dtype
+    (truncated, `paddle.eye(paddle.to_tensor([5.0]))` is 5x5); a float or a negative int is a TypeError."""
+    if isinstance(value, (jax.Array, np.ndarray)) and value.size == 1 and jnp.issubdtype(value.dtype, jnp.floating):
+        value = value.astype(np.int32)
+    size = static_int(value, op="eye", name=name)
+    if size < 0:
+        raise attr_error("eye", f"`{name}` must be a non-negative int; got {name}={size}")
+    return size
+
+
 def eye(num_rows, num_columns=None, dtype=None, name=None):
     """A 2-D tensor with ones on the diagonal.
 
     Args:
-      num_rows: number of rows.
-      num_columns: number of columns; default `num_rows`.
+      num_rows: number of rows: a non-negative int or a 1-element tensor.
+      num_columns: number of columns (the same forms); default `num_rows`.
       dtype: output dtype; default float.
       name: ignored.
 
@@ -327,10 +339,8 @@ def eye(num_rows, num_columns=None, dtype=None, name=None):
       >>> pdx.eye(2).tolist()
       [[1.0, 0.0], [0.0, 1.0]]
     """
-    rows = static_int(num_rows, op="eye", name="num_rows")
-    cols = rows if num_columns is None else static_int(num_columns, op="eye", name="num_columns")
-    if rows < 0 or cols < 0:
-        raise op_error("eye", f"`num_rows`={rows} and `num_columns`={cols} must be >= 0")
+    rows = _eye_size(num_rows, "num_rows")
+    cols = rows if num_columns is None else _eye_size(num_columns, "num_columns")
     return jnp.eye(rows, cols, dtype=dtype_arg(dtype, op="eye") or default_float())
 
 

@@ -27,7 +27,8 @@ def tensordot(x, y, axes=2, name=None):
     Args:
       x: a tensor.
       y: a tensor.
-      axes: an int N, or a pair of axis lists `[[x axes], [y axes]]` (one list means the same for both).
+      axes: an int N; a list of ints (the same axes of x and y); or `[x axes, y axes]`, the shorter
+        extended by the longer one's tail (Paddle's rule). A contracted dim of size 1 matches any size.
       name: ignored.
 
     Returns:
@@ -41,24 +42,42 @@ def tensordot(x, y, axes=2, name=None):
     x, y = _pair(x, y, "tensordot")
     if hasattr(axes, "tolist"):
         axes = np.asarray(axes).tolist()
-    if isinstance(axes, (list, tuple)):
-        axes = [list(a) if isinstance(a, (list, tuple)) else [a] for a in axes]
-        if len(axes) == 1:
-            axes = [axes[0], axes[0]]
-        if len(axes) != 2:
-            raise op_error("tensordot", f"`axes`={axes} must be an int or two lists of axes")
-        xa, ya = axes
-        n = min(len(xa), len(ya))
-        axes = (tuple(xa[:n]), tuple(ya[:n]))
-        for a, b in zip(*axes):
-            if x.shape[a] != y.shape[b]:
-                raise op_error("tensordot", f"x.shape[{a}]={x.shape[a]} and y.shape[{b}]={y.shape[b]} differ")
+    if not isinstance(axes, (list, tuple)):
+        n = static_int(axes, op="tensordot", name="axes")
+        if n < 0 or n > min(x.ndim, y.ndim) or x.shape[x.ndim - n:] != y.shape[:n]:
+            raise op_error("tensordot", f"cannot contract the last {n} dims of x.shape={tuple(x.shape)} "
+                                        f"with the first of y.shape={tuple(y.shape)} (axes={axes})")
+        return jnp.tensordot(x, y, axes=n)
+    xa, ya = _tensordot_axes(axes)
+    xa = [normalize_axis(static_int(a, op="tensordot", name="axes"), x.ndim, op="tensordot", name="axes") for a in xa]
+    ya = [normalize_axis(static_int(a, op="tensordot", name="axes"), y.ndim, op="tensordot", name="axes") for a in ya]
+    # Paddle's rule: a size-1 dim contracts with any size (the other side is summed over that dim).
+    for a, b in zip(xa, ya):
+        if x.shape[a] == 1 and y.shape[b] != 1:
+            y = y.sum(axis=b, keepdims=True)
+        elif y.shape[b] == 1 and x.shape[a] != 1:
+            x = x.sum(axis=a, keepdims=True)
+        elif x.shape[a] != y.shape[b]:
+            raise op_error("tensordot", f"x.shape[{a}]={x.shape[a]} and y.shape[{b}]={y.shape[b]} differ "
+                                        f"(axes={axes}); contracted dims must match or be 1")
+    return jnp.tensordot(x, y, axes=(tuple(xa), tuple(ya)))
+
+
+def _tensordot_axes(axes):
+    """Paddle's axes lists: a flat list names the same axes of x and y; of a list of lists the first two
+    count, and the shorter one is extended by the longer one's tail."""
+    axes = list(axes)
+    if not axes or not isinstance(axes[0], (list, tuple, np.ndarray)) and not hasattr(axes[0], "tolist"):
+        xa, ya = axes, []
     else:
-        axes = static_int(axes, op="tensordot", name="axes")
-        if axes > min(x.ndim, y.ndim) or x.shape[x.ndim - axes:] != y.shape[:axes]:
-            raise op_error("tensordot", f"cannot contract the last {axes} dims of x.shape={tuple(x.shape)} "
-                                        f"with the first of y.shape={tuple(y.shape)}")
-    return jnp.tensordot(x, y, axes=axes)
+        xa, ya = axes[0], axes[1] if len(axes) > 1 else []
+    xa = np.asarray(xa).tolist() if hasattr(xa, "tolist") else list(xa) if isinstance(xa, (list, tuple)) else [xa]
+    ya = np.asarray(ya).tolist() if hasattr(ya, "tolist") else list(ya) if isinstance(ya, (list, tuple)) else [ya]
+    if len(xa) < len(ya):
+        xa = xa + ya[len(xa):]
+    elif len(ya) < len(xa):
+        ya = ya + xa[len(ya):]
+    return xa, ya
 
 
 def inner(x, y, name=None):
