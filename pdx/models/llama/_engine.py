@@ -158,12 +158,17 @@ _forward = jax.jit(_forward_fn, static_argnums=0, donate_argnums=(2, 3))
 _score = jax.jit(_score_fn, static_argnums=0, donate_argnums=2)
 
 
+def kv_dtype(model):
+    """The cache's dtype: the model's activations' (its embedding table's), so bf16 weights keep a bf16 cache."""
+    return model.model.embed_tokens.weight.dtype
+
+
 class _Paged:
     """A model split for compiled calls, with its page pool and its step's logits buffer."""
 
     def __init__(self, model, num_blocks: int, block_size: int, rows: int):
         self.graphdef, self.state = nnx.split(model)
-        self.pages = model.init_pages(num_blocks, block_size)
+        self.pages = model.init_pages(num_blocks, block_size, kv_dtype(model))
         self.logits = jnp.zeros((rows, model.config.vocab_size), jnp.float32)
 
 
@@ -255,7 +260,8 @@ class LLMEngine:
         self.vocab_size = model.config.vocab_size
         self._new_cache()
         c = model.config
-        self._block_bytes = 2 * c.num_hidden_layers * block_size * c.num_key_value_heads * c.head_dim * 4
+        self._block_bytes = (2 * c.num_hidden_layers * block_size * c.num_key_value_heads * c.head_dim
+                             * jnp.dtype(kv_dtype(model)).itemsize)
         self._running: list[_Seq] = []           # admission order: the last is preempted first
         self._waiting: collections.deque[_Seq] = collections.deque()
         self._cond = threading.Condition()
@@ -316,7 +322,7 @@ class LLMEngine:
             return {"block_size": self.block_size, "blocks_total": self.num_blocks, "blocks_used": used,
                     "blocks_cached_free": self.pool.num_cached_free(),
                     "tokens_held": sum(s.table.num_computed for s in self._running),
-                    "kv_bytes_used": used * self._block_bytes}
+                    "kv_bytes_used": used * self._block_bytes, "block_bytes": self._block_bytes}
 
     def spec_stats(self) -> dict:
         """Speculative decoding so far: proposals checked and kept, acceptance rate, tokens per target call."""
