@@ -148,12 +148,27 @@ def test_constraints_skip_speculation_and_configs_are_checked(model, draft, tok)
         assert reason == "stop" and len(tokens) == 6 and set(tokens) <= set(allowed)
     finally:
         eng.close()
+    # a crowded step decodes plainly: with 4 streams and disable_by_batch_size=3, only the lone tail speculates
+    eng = LLMEngine(model, tok, max_slots=4, max_len=MAX_LEN, block_size=8,
+                    speculative=SpeculativeConfig("ngram", disable_by_batch_size=3))
+    plain = LLMEngine(model, tok, max_slots=4, max_len=MAX_LEN, block_size=8)
+    try:
+        prompts = copying_prompts(tok, 4)
+        params = [SamplingParams(max_tokens=4 + 10 * (i == 3), temperature=0) for i in range(4)]
+        requests, _ = run_all(eng, prompts, params)
+        assert [r.tokens for r in requests] == [plain.generate(p, sp)[0] for p, sp in zip(prompts, params)]
+        rows = eng.stats["spec_rows"]
+        assert 0 < rows < eng.stats["decode_steps"] * 2, eng.stats
+    finally:
+        eng.close()
+        plain.close()
     wide = LlamaForCausalLM(LlamaConfig.from_preset("tiny", vocab_size=256, max_position_embeddings=MAX_LEN), rngs=0)
     for spec, match in ((SpeculativeConfig("medusa"), "method must be one of"),
                         (SpeculativeConfig("ngram", num_speculative_tokens=0), "num_speculative_tokens"),
                         (SpeculativeConfig("ngram", prompt_lookup_min=4, prompt_lookup_max=2), "prompt_lookup_min"),
                         (SpeculativeConfig("ngram", draft_model=draft), "only used with method='draft'"),
                         (SpeculativeConfig("draft"), "needs draft_model=a LlamaForCausalLM"),
+                        (SpeculativeConfig("ngram", disable_by_batch_size=0), "disable_by_batch_size"),
                         (SpeculativeConfig("draft", draft_model=wide), "vocab_size 256 differs"),
                         ({"method": "ngram"}, "speculative must be None or a SpeculativeConfig")):
         with pytest.raises(ValueError, match=match):

@@ -462,7 +462,12 @@ class LLMEngine:
             self._forward_rows(self._draft, entries, width, dest)
 
     def _run(self, decode, prefill) -> None:
-        speculate = self.speculative is not None and bool(decode)
+        spec = self.speculative
+        speculate = spec is not None and bool(decode) and (
+            spec.disable_by_batch_size is None or len(decode) < spec.disable_by_batch_size)
+        if spec is not None and not speculate:
+            for seq, _ in decode:
+                seq.drafts, seq.num_drafts = [], 0
         if decode and not speculate:
             self._call(decode, 1, 0)
         if decode:

@@ -43,6 +43,8 @@ class SpeculativeConfig:
       num_speculative_tokens: tokens proposed per step (k).
       draft_model: the draft `LlamaForCausalLM` for method "draft" (same vocab_size as the target).
       prompt_lookup_max / prompt_lookup_min: n-gram lengths tried for "ngram", longest first.
+      disable_by_batch_size: decode plainly while this many or more sequences decode at once
+        (a crowded step is compute-bound: checking k proposals per row costs more than it saves); None: always.
     """
 
     method: str = "ngram"
@@ -50,6 +52,7 @@ class SpeculativeConfig:
     draft_model: object | None = None
     prompt_lookup_max: int = 3
     prompt_lookup_min: int = 1
+    disable_by_batch_size: int | None = None
 
     def check(self, target_config, max_len: int) -> None:
         if self.method not in METHODS:
@@ -61,6 +64,9 @@ class SpeculativeConfig:
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in (lo, hi)) or not 1 <= lo <= hi:
             raise ValueError(f"SpeculativeConfig: need 1 <= prompt_lookup_min <= prompt_lookup_max (ints); got "
                              f"{lo!r} and {hi!r}")
+        limit = self.disable_by_batch_size
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ValueError(f"SpeculativeConfig: disable_by_batch_size must be None or an int >= 1; got {limit!r}")
         draft = self.draft_model
         if self.method == "ngram":
             if draft is not None:
