@@ -20,10 +20,12 @@ from pdx.kernels._cross_entropy import linear_softmax_cross_entropy_reference
 from pdx.kernels._cross_entropy import softmax_cross_entropy
 from pdx.kernels._cross_entropy import softmax_cross_entropy_reference
 from pdx.kernels._dispatch import AUTO_ORDER
+from pdx.kernels._dispatch import Delegate
 from pdx.kernels._dispatch import IMPLS
 from pdx.kernels._dispatch import Op
 from pdx.kernels._dispatch import Unsupported
 from pdx.kernels._dispatch import get_impl
+from pdx.kernels._dispatch import register_impl
 from pdx.kernels._dispatch import set_impl
 from pdx.kernels._dispatch import use_impl
 from pdx.kernels._flash_attention import AttentionBlockSizes
@@ -52,7 +54,9 @@ from pdx.kernels._norms import rms_norm
 from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
 
-onednn.prepare()  # the CPU backend's library is built here, never inside a trace (onednn/_build.py)
+# Importing the CPU backend (above) registered its "onednn" implementations into the ops;
+# its library is built here, never inside a trace (onednn/_build.py).
+onednn.prepare()
 
 # Every op's registry, by name.
 OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
@@ -67,6 +71,7 @@ __all__ = [
     "OPS",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",
+    "Delegate",
     "NormBlockSizes",
     "Op",
     "Unsupported",
@@ -87,6 +92,7 @@ __all__ = [
     "linear_softmax_cross_entropy_reference",
     "rms_norm",
     "rms_norm_reference",
+    "register_impl",
     "rms_norm_with_rstd",
     "set_impl",
     "softmax_cross_entropy",

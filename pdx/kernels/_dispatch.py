@@ -20,6 +20,14 @@ call that named that implementation gets a ValueError with the reason and
 the fix. There are no per-op branches here: what an op supports lives next
 to its implementations.
 
+Optional backends add themselves: `register_impl(op, "onednn", fn,
+prefer_if=...)`, called once when the backend's module is imported (the CPU
+backend `pdx.kernels.onednn` is imported by `pdx.kernels`), so neither the
+kernel modules nor the layers name a backend. A layer's own op
+(`pdx.nn.functional`) declares its portable implementations and a `Delegate`
+to the kernel op; the implementations registered there join the layer's op,
+with the rules the backend gave for layers (`layer_prefer_if`, `layer_takes`).
+
 A global override (`set_impl`, or the `use_impl` context manager) replaces
 the requested implementation of every op, which is handy for debugging
 ("does the model still diverge with `use_impl('xla')`?"). The override is
@@ -41,8 +49,8 @@ import jax
 
 from pdx import _trace_context
 
-__all__ = ["AUTO_ORDER", "IMPLS", "Impl", "Implementation", "Op", "Unsupported", "get_impl", "set_impl",
-           "use_impl"]
+__all__ = ["AUTO_ORDER", "IMPLS", "Delegate", "Impl", "Implementation", "Op", "Unsupported", "get_impl",
+           "register_impl", "set_impl", "use_impl"]
 
 Impl: TypeAlias = Literal["auto", "pallas", "xla", "cudnn", "onednn"]
 Implementation: TypeAlias = Literal["pallas", "xla", "cudnn", "onednn"]
@@ -77,6 +85,30 @@ class Unsupported(NotImplementedError):
         self.fix = fix
 
 
+@dataclasses.dataclass(frozen=True)
+class Delegate:
+    """How a layer's op hands a call to a kernel op, whose registered backends then serve the layer too.
+
+    Attributes:
+      op: the kernel op (`pdx.kernels.OPS[name]`).
+      args: the layer op's arguments -> (args, kwargs) as the kernel op would
+        receive them (arrays or `jax.ShapeDtypeStruct`s of the same shapes and
+        dtypes); only the backends' rules read them.
+      call: (impl, *layer op's arguments) -> the result, through the kernel's
+        public function with that `impl` (so the kernel op dispatches once more
+        and validates as it always does).
+
+    Example:
+      >>> mm = Op("matmul", {"xla": jnp.matmul}, delegate=Delegate(
+      ...     OPS["matmul"], lambda a, b: ((a, b), {"transpose_a": False, "transpose_b": False}),
+      ...     lambda impl, a, b: matmul(a, b, impl=impl)))
+    """
+
+    op: Op
+    args: Callable[..., tuple[tuple, dict]]
+    call: Callable[..., Any]
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Op:
     """One op's implementations and the choice between them.
@@ -84,11 +116,16 @@ class Op:
     Attributes:
       name: the op's name, for messages (`pdx.kernels.<name>: ...`).
       implementations: implementation name -> callable taking the op's
-        arguments; must hold the reference, "xla". Stored read-only.
+        arguments; must hold the reference, "xla". Stored read-only; a backend
+        adds its own with `register_impl`.
       prefer_if: implementation name -> predicate over the same arguments;
         "auto" tries that implementation only where the predicate is true
         (e.g. cuDNN attention only for bf16/fp16 with head_dim 64 or 128).
         A call that names the implementation ignores it.
+      delegate: for a layer's op, the kernel op whose implementations beyond
+        this op's own it offers as well (`Delegate`); None for a kernel op.
+      layer_prefer_if, layer_takes: the rules `register_impl` was given for
+        layer ops delegating to this op (see there).
 
     Example:
       >>> double = Op("double", {"xla": lambda x: 2 * x})
@@ -99,6 +136,11 @@ class Op:
     name: str
     implementations: Mapping[Implementation, Callable[..., Any]]
     prefer_if: Mapping[Implementation, Callable[..., bool]] = dataclasses.field(default_factory=dict)
+    delegate: Delegate | None = None
+    layer_prefer_if: Mapping[Implementation, Callable[..., bool]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False)
+    layer_takes: Mapping[Implementation, Callable[..., bool]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
         unknown = sorted(set(self.implementations) - set(IMPLS[1:]))
@@ -106,16 +148,36 @@ class Op:
             raise ValueError(f"pdx.kernels.Op({self.name!r}): implementations must be named from "
                              f"{list(IMPLS[1:])} and include the reference {REFERENCE!r}; got "
                              f"{list(self.implementations)}")
-        object.__setattr__(self, "implementations", types.MappingProxyType(dict(self.implementations)))
-        object.__setattr__(self, "prefer_if", types.MappingProxyType(dict(self.prefer_if)))
+        for field in ("implementations", "prefer_if", "layer_prefer_if", "layer_takes"):
+            object.__setattr__(self, field, types.MappingProxyType(dict(getattr(self, field))))
+
+    def _delegated(self, name: str) -> bool:
+        """Whether `name` is the delegate kernel op's (a registered backend), not this op's own."""
+        return (self.delegate is not None and name not in self.implementations
+                and name in self.delegate.op.implementations)
+
+    def _plan(self, impl: Impl, args, kwargs):
+        """(the requested impl, the implementations to try, the kernel op's arguments or None)."""
+        impl = requested(impl, op=self.name)
+        delegated = impl == "auto" or self._delegated(impl)
+        kernel_args = self.delegate.args(*args, **kwargs) if delegated and self.delegate is not None else None
+        if impl != "auto":
+            return impl, (impl if impl in self.implementations or delegated else REFERENCE,), kernel_args
+        names = []
+        for n in AUTO_ORDER.get(platform(), (REFERENCE,)):
+            if n in self.implementations:
+                if n not in self.prefer_if or self.prefer_if[n](*args, **kwargs):
+                    names.append(n)
+            elif self._delegated(n):
+                kernel = self.delegate.op
+                rule = kernel.layer_prefer_if.get(n, kernel.prefer_if.get(n))
+                if rule is None or rule(*kernel_args[0], **kernel_args[1]):
+                    names.append(n)
+        return impl, tuple(names), kernel_args
 
     def candidates(self, impl: Impl, *args, **kwargs) -> tuple[Implementation, ...]:
         """The implementations a call with `impl` tries, in order (the global override applied)."""
-        impl = requested(impl, op=self.name)
-        if impl != "auto":
-            return (impl if impl in self.implementations else REFERENCE,)
-        return tuple(n for n in AUTO_ORDER.get(platform(), (REFERENCE,)) if n in self.implementations
-                     and (n not in self.prefer_if or self.prefer_if[n](*args, **kwargs)))
+        return self._plan(impl, args, kwargs)[1]
 
     def __call__(self, impl: Impl, *args, **kwargs):
         """Run the first implementation that takes the call.
@@ -128,12 +190,17 @@ class Op:
           ValueError: the named implementation cannot take this call (the
             message says why and what to use instead).
         """
-        names = self.candidates(impl, *args, **kwargs)
+        impl, names, kernel_args = self._plan(impl, args, kwargs)
         declined = None
         for name in names:
             if name == REFERENCE and declined is not None:
                 note(self.name, getattr(declined, "reason", str(declined)))
             try:
+                if name not in self.implementations:  # a backend of the delegate kernel op
+                    takes = self.delegate.op.layer_takes.get(name)
+                    if takes is not None and not takes(*kernel_args[0], **kernel_args[1]):
+                        return self.implementations[REFERENCE](*args, **kwargs)
+                    return self.delegate.call(impl, *args, **kwargs)
                 return self.implementations[name](*args, **kwargs)
             except NotImplementedError as e:
                 if len(names) == 1:
@@ -141,6 +208,43 @@ class Op:
                 declined = e
         raise ValueError(f"pdx.kernels.{self.name}: no implementation of {list(names)} takes this call; "
                          f"the last said: {declined}")
+
+
+def register_impl(op: Op, name: Implementation, fn: Callable[..., Any], *,
+                  prefer_if: Callable[..., bool] | None = None,
+                  layer_prefer_if: Callable[..., bool] | None = None,
+                  layer_takes: Callable[..., bool] | None = None) -> None:
+    """Add a backend's implementation to a kernel op; called once, when the backend's module is imported.
+
+    Args:
+      op: the kernel op (`pdx.kernels.OPS[...]`).
+      name: the implementation's name, one of `IMPLS` other than "auto" and
+        the reference, not yet in `op`.
+      fn: takes the op's arguments; raises `Unsupported` for calls it cannot run.
+      prefer_if: predicate over the op's arguments; the op's "auto" tries `fn`
+        only where it is true (None: always).
+      layer_prefer_if: the same for a layer's op delegating to `op`
+        (`Delegate`), over the arguments it would pass; None: `prefer_if`.
+      layer_takes: predicate over the same arguments; where it is false a
+        delegating layer op runs its own reference instead, even when the
+        implementation is named (`use_impl(name)`), so a layer keeps working
+        for the calls the backend leaves out. None: it takes every call.
+
+    Raises:
+      ValueError: `name` is not a backend's name, or `op` already has it.
+
+    Example:
+      >>> register_impl(OPS["layer_norm"], "onednn", my_layer_norm,
+      ...               prefer_if=lambda x, *_, **__: x.dtype == jnp.float32)
+    """
+    if name not in IMPLS[1:] or name == REFERENCE or name in op.implementations:
+        raise ValueError(f"pdx.kernels.register_impl({op.name!r}, {name!r}): the name must be one of "
+                         f"{[n for n in IMPLS[1:] if n != REFERENCE]} that the op does not have yet; it has "
+                         f"{list(op.implementations)}")
+    for field, value in (("implementations", fn), ("prefer_if", prefer_if), ("layer_prefer_if", layer_prefer_if),
+                         ("layer_takes", layer_takes)):
+        if value is not None:
+            object.__setattr__(op, field, types.MappingProxyType({**getattr(op, field), name: value}))
 
 
 def _check(impl, *, where: str) -> str:

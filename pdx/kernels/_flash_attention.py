@@ -29,7 +29,6 @@ from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
-from pdx.kernels.onednn import _attention as _onednn_attention
 
 __all__ = ["AttentionBlockSizes", "flash_attention", "flash_attention_reference", "flash_attention_unfit"]
 
@@ -576,22 +575,10 @@ def _attention_pallas(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_size
     return _flash(q, k, v, q_seg, kv_seg, bias, cfg)
 
 
-def _attention_onednn(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_sizes):
-    del kv_seg, block_sizes
-    reason = _onednn_attention.attention_unfit(q, k, v, q_seg, bias)
-    if reason is not None:
-        raise _dispatch.Unsupported(reason)
-    return _onednn_attention.attention(q, k, v, causal=causal, scale=scale)
-
-
-def _onednn_preferred(q, k, v, q_seg, kv_seg, bias, **_):
-    return _onednn_attention.preferred(q, k, v, q_seg, bias)
-
-
-FLASH_ATTENTION = _dispatch.Op(
-    "flash_attention",
-    {"cudnn": _attention_cudnn, "pallas": _attention_pallas, "onednn": _attention_onednn, "xla": _attention_xla},
-    prefer_if={"cudnn": _cudnn_preferred, "onednn": _onednn_preferred})
+# The CPU backend registers "onednn" (pdx/kernels/onednn/_attention.py).
+FLASH_ATTENTION = _dispatch.Op("flash_attention",
+                               {"cudnn": _attention_cudnn, "pallas": _attention_pallas, "xla": _attention_xla},
+                               prefer_if={"cudnn": _cudnn_preferred})
 
 
 def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale=None, impl="auto",
@@ -613,7 +600,7 @@ def flash_attention(q, k, v, *, causal=False, segment_ids=None, bias=None, scale
       impl: "auto", "pallas", "xla", "cudnn" or "onednn" (see `pdx.kernels` and the
         module docstring of `pdx.kernels._dispatch`). The Pallas kernel supports head_dim
         in (16, 32, 64, 128, 256); "auto" falls back to XLA for others. On a CPU,
-        "auto" takes the oneDNN kernel (`_onednn_attention`) for calls without
+        "auto" takes the oneDNN kernel (`pdx.kernels.onednn`) for calls without
         segment_ids or bias, where native kernels are allowed.
       block_sizes: `AttentionBlockSizes` for the Pallas kernel.
 

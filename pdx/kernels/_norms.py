@@ -25,7 +25,6 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as plgpu
 
 from pdx.kernels import _dispatch
-from pdx.kernels.onednn import _norm as _onednn_norm
 
 __all__ = ["NORM_MAX_FEATURES", "NormBlockSizes", "layer_norm", "layer_norm_reference", "rms_norm",
            "rms_norm_reference", "rms_norm_with_rstd"]
@@ -295,19 +294,10 @@ def _layer_norm_pallas(x, weight, bias, *, eps, block_sizes):
     return _run(x, weight, bias, centered=True, eps=eps, block_sizes=block_sizes)[0]
 
 
-# rms_norm_with_rstd's implementations return (y, rstd); layer_norm's return y.
+# rms_norm_with_rstd's implementations return (y, rstd); layer_norm's return y. The CPU
+# backend registers layer_norm's "onednn" (pdx/kernels/onednn/_norm.py).
 RMS_NORM = _dispatch.Op("rms_norm", {"pallas": _rms_norm_pallas, "xla": _rms_norm_xla})
-def _layer_norm_onednn(x, weight, bias, *, eps, block_sizes):
-    del block_sizes
-    reason = _onednn_norm.layer_norm_unfit(x)
-    if reason is not None:
-        raise _dispatch.Unsupported(reason)
-    return _onednn_norm.layer_norm(x, weight, bias, eps=eps)
-
-
-LAYER_NORM = _dispatch.Op("layer_norm", {"pallas": _layer_norm_pallas, "onednn": _layer_norm_onednn,
-                                         "xla": _layer_norm_xla},
-                          prefer_if={"onednn": lambda x, *_, **__: _onednn_norm.preferred(x)})
+LAYER_NORM = _dispatch.Op("layer_norm", {"pallas": _layer_norm_pallas, "xla": _layer_norm_xla})
 
 
 def rms_norm_with_rstd(x, weight=None, *, eps=1e-6, impl="auto", block_sizes=None):
@@ -359,7 +349,7 @@ def layer_norm(x, weight=None, bias=None, *, eps=1e-5, impl="auto", block_sizes=
       eps: added to the biased variance.
       impl: "auto", "pallas", "onednn" or "xla" (see `pdx.kernels`); on a CPU
         "auto" takes oneDNN's layer normalization for float32 where native
-        kernels are allowed (`_onednn_norm`).
+        kernels are allowed (registered by `pdx.kernels.onednn`).
       block_sizes: `NormBlockSizes` for the Pallas kernel.
 
     Returns:

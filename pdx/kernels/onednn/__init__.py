@@ -5,8 +5,10 @@ One shared library of XLA FFI handlers (`csrc/`), built outside tracing
 `pdx kernels build`), and the JAX primitives that call it: convolutions and
 matmuls (`_conv_matmul.py`), attention (`_attention.py`), LayerNorm
 (`_norm.py`), and the inference calls of exported programs with kept weights
-(`_inference.py`). Each registers as the "onednn" implementation of a
-backend-neutral dispatch op in `pdx.kernels`; layer code names no backend.
+(`_inference.py`). Importing the package registers each as the "onednn"
+implementation of a backend-neutral dispatch op in `pdx.kernels`
+(`register_impl`, once, when `pdx.kernels` imports this package); the layers
+reach them through those ops and name no backend.
 Without a compiler or the oneDNN wheels everything runs on XLA (one warning
 says why). See README.md.
 
@@ -16,6 +18,7 @@ Example:
   True
 """
 
+from pdx.kernels.onednn import _attention, _norm  # noqa: F401  (importing them registers their "onednn")
 from pdx.kernels.onednn._build import ABI
 from pdx.kernels.onednn._build import TARGETS
 from pdx.kernels.onednn._build import available

@@ -14,6 +14,12 @@ Data flow: `attention(q, k, v)` casts to float32, calls the forward handler
 `flash_attention_reference`'s without bias or segment ids; forward-mode
 differentiation is not defined (as for the Pallas kernel).
 
+Importing the module registers it as `pdx.kernels.flash_attention`'s "onednn"
+(`OPS["flash_attention"]`): "auto" prefers it where `preferred`; a layer's
+attention (`F.scaled_dot_product_attention`) hands unmasked calls to that op
+where native kernels are allowed and keeps its own math for masked ones, also
+under `use_impl("onednn")`.
+
 Example:
   >>> q = jnp.ones((1, 8, 2, 16))
   >>> attention(q, q, q, causal=True, scale=0.25).shape
@@ -29,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._lowering import native_kernels
-from pdx.kernels import _dispatch
+from pdx.kernels import _dispatch, _flash_attention
 from pdx.kernels.onednn import _build
 
 __all__ = ["attention", "attention_unfit", "preferred"]
@@ -95,3 +101,21 @@ def attention(q, k, v, *, causal: bool, scale: float):
     """
     f32 = [x.astype(jnp.float32) for x in (q, k, v)]
     return _attention(*f32, float(scale), bool(causal)).astype(q.dtype)
+
+
+def _flash_attention_impl(q, k, v, q_seg, kv_seg, bias, *, causal, scale, block_sizes):
+    del kv_seg, block_sizes
+    reason = attention_unfit(q, k, v, q_seg, bias)
+    if reason is not None:
+        raise _dispatch.Unsupported(reason)
+    return attention(q, k, v, causal=causal, scale=scale)
+
+
+def _unbiased(q, k, v, q_seg, kv_seg, bias, **_) -> bool:
+    return bias is None
+
+
+_dispatch.register_impl(_flash_attention.FLASH_ATTENTION, "onednn", _flash_attention_impl,
+                        prefer_if=lambda q, k, v, q_seg, kv_seg, bias, **_: preferred(q, k, v, q_seg, bias),
+                        layer_prefer_if=lambda *args, **kwargs: _unbiased(*args, **kwargs) and native_kernels(),
+                        layer_takes=_unbiased)

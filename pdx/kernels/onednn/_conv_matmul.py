@@ -11,8 +11,10 @@ transposed):
    transposes into the others, so reverse mode, forward mode and higher
    derivatives all stay on oneDNN. vmap and non-CPU lowerings use the
    pure-JAX references (`conv2d_nhwc_reference`, `matmul_reference`).
-2. `CONV2D_NHWC` / `MATMUL`: the dispatch ops ("onednn", "xla"); oneDNN is
-   preferred where `pdx._lowering.native_kernels()` and the operands fit.
+2. `CONV2D_NHWC` / `MATMUL`: the dispatch ops, their "xla" references and
+   the "onednn" implementations registered into them; oneDNN is preferred
+   where `pdx._lowering.native_kernels()` and the operands fit, for the
+   kernel calls and for the layers delegating to them (`F.conv2d`, `F.linear`).
 
 Layouts: activations channels-last ([N, H, W, C]), the weight as Paddle
 stores it ([out, in / groups, kh, kw]); float32 and bfloat16; any groups.
@@ -34,7 +36,7 @@ from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
 from pdx._lowering import native_kernels
-from pdx.kernels._dispatch import Impl, Op, Unsupported
+from pdx.kernels._dispatch import Impl, Op, Unsupported, register_impl
 from pdx.kernels.onednn._build import available, float_dtypes
 from pdx.kernels.onednn._build import load as _load
 
@@ -165,8 +167,8 @@ def _prefer_onednn(x, w, *, strides, padding, dilation, groups) -> bool:
     return native_kernels() and fits(x, w, padding, groups) and available()
 
 
-CONV2D_NHWC = Op("conv2d_nhwc", {"onednn": _onednn, "xla": conv2d_nhwc_reference},
-                 prefer_if={"onednn": _prefer_onednn})
+CONV2D_NHWC = Op("conv2d_nhwc", {"xla": conv2d_nhwc_reference})
+register_impl(CONV2D_NHWC, "onednn", _onednn, prefer_if=_prefer_onednn)  # a layer's conv: the same rule
 
 
 def conv2d_nhwc(x, w, *, strides, padding, dilation, groups: int = 1, impl: Impl = "auto"):
@@ -261,7 +263,8 @@ def _prefer_onednn_matmul(a, b, *, transpose_a, transpose_b) -> bool:
     return native_kernels() and _matmul_fits(a, b, transpose_a, transpose_b) and available()
 
 
-MATMUL = Op("matmul", {"onednn": _onednn_matmul, "xla": matmul_reference}, prefer_if={"onednn": _prefer_onednn_matmul})
+MATMUL = Op("matmul", {"xla": matmul_reference})
+register_impl(MATMUL, "onednn", _onednn_matmul, prefer_if=_prefer_onednn_matmul)  # F.linear: the same rule
 MATMUL_PRIMITIVE = _matmul_p.name  # as program rewrites see it
 
 

@@ -11,6 +11,12 @@ calls the backward handler (-> dx, dw, db; oneDNN's primitive reads b too). A mi
 bias zeros (their gradients are dropped). The semantics are
 `layer_norm_reference`'s; forward-mode differentiation is not defined.
 
+Importing the module registers it as `pdx.kernels.layer_norm`'s "onednn"
+(`OPS["layer_norm"]`): "auto" prefers it where `preferred`; a layer's LayerNorm
+(`F.layer_norm`, `nn.LayerNorm`) hands float32 calls to that op where native
+kernels are allowed and keeps its own XLA math for other dtypes, also under
+`use_impl("onednn")`.
+
 Example:
   >>> layer_norm(jnp.ones((4, 8)), None, None, eps=1e-5).shape
   (4, 8)
@@ -25,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._lowering import native_kernels
-from pdx.kernels import _dispatch
+from pdx.kernels import _dispatch, _norms
 from pdx.kernels.onednn import _build
 
 __all__ = ["layer_norm", "layer_norm_unfit", "preferred"]
@@ -83,3 +89,21 @@ def layer_norm(x, weight, bias, *, eps: float):
     b = jnp.zeros((n,), jnp.float32) if bias is None else bias.astype(jnp.float32)
     y = _layer_norm(x.reshape(-1, n), w, b, float(eps))
     return y.reshape(x.shape)
+
+
+def _layer_norm_impl(x, weight, bias, *, eps, block_sizes):
+    del block_sizes
+    reason = layer_norm_unfit(x)
+    if reason is not None:
+        raise _dispatch.Unsupported(reason)
+    return layer_norm(x, weight, bias, eps=eps)
+
+
+def _float32(x, *_, **__) -> bool:
+    return x.dtype == jnp.float32
+
+
+_dispatch.register_impl(_norms.LAYER_NORM, "onednn", _layer_norm_impl,
+                        prefer_if=lambda x, *_, **__: preferred(x),
+                        layer_prefer_if=lambda x, *_, **__: _float32(x) and native_kernels(),
+                        layer_takes=_float32)

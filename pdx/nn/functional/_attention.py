@@ -25,7 +25,6 @@ import math
 import jax
 import jax.numpy as jnp
 
-from pdx._lowering import native_kernels
 from pdx._random import next_key
 from pdx import kernels as K
 from pdx.nn.functional._args import array, compiled, error
@@ -186,18 +185,23 @@ def _attention_kernel(query, key, value, mask, is_causal, scale, dropout_p, key_
     return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
 
 
-def _attention_onednn(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
-    if mask is not None:  # the CPU kernel takes no mask (also under use_impl("onednn"))
-        return _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl)
-    # With "auto", pdx.kernels.flash_attention takes its CPU kernel where native kernels are allowed.
-    return K.flash_attention(query, key, value, causal=is_causal, scale=scale, impl=impl)
-
-
 def _attention_reference(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
     return _sdpa_reference(query, key, value, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
                            dropout_key=key_rng)
 
 
+def _attention_kernel_args(query, key, value, mask, is_causal, scale, dropout_p, key_rng, impl):
+    # What pdx.kernels.flash_attention passes to its op (no segments; the mask as the bias).
+    return (query, key, value, None, None, mask), {"causal": is_causal, "scale": scale, "block_sizes": None}
+
+
+def _attention_delegated(impl, query, key, value, mask, is_causal, scale, dropout_p, key_rng, _):
+    # A registered backend's call (only where its rules take it: they see the mask as the bias).
+    return K.flash_attention(query, key, value, causal=is_causal, bias=mask, scale=scale, impl=impl)
+
+
+# The implementations registered into pdx.kernels' flash_attention beyond these (an
+# optional backend's) serve this op too, through _attention_delegated.
 _ATTENTION = K.Op("flash_attention", {"cudnn": _attention_kernel, "pallas": _attention_kernel,
-                                      "onednn": _attention_onednn, "xla": _attention_reference},
-                  prefer_if={"onednn": lambda query, key, value, mask, *_: mask is None and native_kernels()})
+                                      "xla": _attention_reference},
+                  delegate=K.Delegate(K.OPS["flash_attention"], _attention_kernel_args, _attention_delegated))

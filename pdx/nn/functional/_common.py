@@ -31,15 +31,12 @@ __all__ = [
 ]
 
 
-def _matmul_onednn(x, weight):
-    return K.matmul(x, weight, impl="onednn")
-
-
-# x @ weight on oneDNN where pdx.kernels picks it (float32/bfloat16 on a single CPU
-# device, not exporting: 0.96x XLA's GPT-mini step, 0.68x in bfloat16), else XLA's.
-_MATMUL = K.Op("matmul", {"onednn": _matmul_onednn, "xla": jnp.matmul},
-               prefer_if={"onednn": lambda x, w: K.OPS["matmul"].prefer_if["onednn"](
-                   x, w, transpose_a=False, transpose_b=False)})
+# x @ weight through pdx.kernels.matmul where a backend registered there takes it (the
+# CPU kernels: float32/bfloat16 on a single CPU device, not exporting: 0.96x XLA's
+# GPT-mini step, 0.68x in bfloat16), else XLA's.
+_MATMUL = K.Op("matmul", {"xla": jnp.matmul},
+               delegate=K.Delegate(K.OPS["matmul"], lambda x, w: ((x, w), {"transpose_a": False, "transpose_b": False}),
+                                   lambda impl, x, w: K.matmul(x, w, impl=impl)))
 
 
 @cast_inputs("linear", "x", "weight", "bias")

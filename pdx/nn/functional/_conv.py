@@ -109,22 +109,24 @@ def _conv_xla(x, weight, stride, pads, dilation, groups):
     return materialized(out)  # its gradient too: unfused from BatchNorm's backward
 
 
-def _conv_onednn(x, weight, stride, pads, dilation, groups):
-    return K.conv2d_nhwc(x, weight, strides=stride, padding=pads, dilation=dilation, groups=groups, impl="onednn")
+def _conv_kernel_args(x, weight, stride, pads, dilation, groups):
+    return (x, weight), {"strides": stride, "padding": pads, "dilation": dilation, "groups": groups}
 
 
-def _onednn_fits(x, weight, stride, pads, dilation, groups):
-    return K.OPS["conv2d_nhwc"].prefer_if["onednn"](x, weight, strides=stride, padding=pads, dilation=dilation,
-                                                    groups=groups)
+def _conv_kernel(impl, x, weight, stride, pads, dilation, groups):
+    return K.conv2d_nhwc(x, weight, strides=stride, padding=pads, dilation=dilation, groups=groups, impl=impl)
 
 
-_CONV2D = K.Op("conv2d_nhwc", {"onednn": _conv_onednn, "xla": _conv_xla}, prefer_if={"onednn": _onednn_fits})
+# The implementations registered into pdx.kernels' conv2d_nhwc beyond XLA's (an optional
+# backend's) serve 2-D convolutions too, through _conv_kernel.
+_CONV2D = K.Op("conv2d_nhwc", {"xla": _conv_xla},
+               delegate=K.Delegate(K.OPS["conv2d_nhwc"], _conv_kernel_args, _conv_kernel))
 
 
 def _convolution(x, weight, stride, pads, dilation, groups):
-    """Convolve channels-last x: on oneDNN where pdx.kernels picks it (2-D, float32/bfloat16,
-    a single CPU device, not exporting; 0.88x the XLA step in benchmarks/RESULTS.md),
-    else XLA's convolution."""
+    """Convolve channels-last x: through pdx.kernels.conv2d_nhwc where a backend registered
+    there takes it (the CPU kernels: 2-D, float32/bfloat16, a single CPU device, not
+    exporting; 0.88x the XLA step in benchmarks/RESULTS.md), else XLA's convolution."""
     if x.ndim == 4 and all(is_int(p) for pair in pads for p in pair):
         pads = tuple((int(lo), int(hi)) for lo, hi in pads)
         return _CONV2D("auto", x, weight, tuple(int(s) for s in stride), pads, tuple(int(d) for d in dilation), groups)

@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx import _nnx
-from pdx._lowering import native_kernels
 from pdx import kernels as K
 from pdx.nn.functional._args import array, bcast_channel, channel_axis, compiled, error, float_array, is_int, prod
 
@@ -231,23 +230,29 @@ def _layer_norm_flax(x, shape, axes, w, b, epsilon, impl):
     return _nnx.layer_norm(x, axes, w, b, epsilon)
 
 
-def _layer_norm_onednn(x, shape, axes, w, b, epsilon, impl):
-    if x.dtype != jnp.float32:  # the CPU kernel takes float32 only (also under use_impl("onednn"))
-        return _layer_norm_flax(x, shape, axes, w, b, epsilon, impl)
-    return _layer_norm_flat(x, shape, w, b, epsilon, impl)
-
-
 def _layer_norm_flat(x, shape, w, b, epsilon, impl):
     # pdx.kernels.layer_norm over x flattened to its normalized size: with "auto" it takes
-    # its CPU kernel where native kernels are allowed, the Pallas kernel with "pallas".
+    # the implementation its own dispatch picks, the Pallas kernel with "pallas".
     n = prod(shape)
     return K.layer_norm(x.reshape(*x.shape[:x.ndim - len(shape)], n),
                         None if w is None else w.reshape(n), None if b is None else b.reshape(n),
                         eps=epsilon, impl=impl).reshape(x.shape)
 
 
-_LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "onednn": _layer_norm_onednn, "xla": _layer_norm_flax},
-                   prefer_if={"onednn": lambda x, *_: x.dtype == jnp.float32 and native_kernels()})
+def _layer_norm_kernel_args(x, shape, axes, w, b, epsilon, impl):
+    # What _layer_norm_flat passes to the kernel op, as shapes: the backends' rules read them.
+    n = prod(shape)
+    flat = jax.ShapeDtypeStruct((*x.shape[:x.ndim - len(shape)], n), x.dtype)
+    w, b = (None if v is None else jax.ShapeDtypeStruct((n,), v.dtype) for v in (w, b))
+    return (flat, w, b), {"eps": epsilon, "block_sizes": None}
+
+
+# The implementations registered into pdx.kernels' layer_norm beyond these (an optional
+# backend's) serve F.layer_norm too, through _layer_norm_flat.
+_LAYER_NORM = K.Op("layer_norm", {"pallas": _layer_norm_kernel, "xla": _layer_norm_flax},
+                   delegate=K.Delegate(K.OPS["layer_norm"], _layer_norm_kernel_args,
+                                       lambda impl, x, shape, axes, w, b, epsilon, _: _layer_norm_flat(
+                                           x, shape, w, b, epsilon, impl)))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=1e-05, name=None):  # noqa: A002  (Paddle's name)
