@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pdx._dtype import convert_dtype
 # The core helpers, re-exported for the ops modules.
@@ -79,6 +80,20 @@ def index_array(index, *, op: str, name: str = "index") -> jax.Array:
     if not jnp.issubdtype(index.dtype, jnp.integer):
         raise argument_error(op, f"`{name}` must be an integer tensor (int32/int64); got dtype {index.dtype}")
     return index
+
+
+def index_range(index, n: int, *, op: str, where: str, name: str = "index") -> None:
+    """Raise when a concrete integer index has values outside [-n, n) (Paddle's eager check).
+
+    A traced index is not checked (its values are unknown until run). The values are read on the host
+    with numpy, so a concrete index closed over by a jitted function is checked without tracing.
+    """
+    if isinstance(index, jax.core.Tracer) or not index.size:
+        return
+    values = np.asarray(index)
+    lo, hi = int(values.min()), int(values.max())
+    if lo < -n or hi >= n:
+        raise op_error(op, f"`{name}` values must lie in [{-n}, {n}) for {where}; got values in [{lo}, {hi}]")
 
 
 def check_rank(x, *, op: str, name: str = "x", at_least: int = 0, exactly: int | None = None):

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.ops._checks import (
-    broadcast_shapes, check_rank, dtype_arg, index_array, int_list, prod_int, static_int,
+    broadcast_shapes, check_rank, dtype_arg, index_array, index_range, int_list, prod_int, static_int,
 )
 from pdx._args import ShapeError, argument_error
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
@@ -480,7 +480,9 @@ def index_select(x, index, axis=0, name=None):
     check_rank(x, op="index_select", at_least=1)
     if index.ndim != 1:
         raise op_error("index_select", f"`index` must be 1-D; got index.shape={tuple(index.shape)}")
-    return jnp.take(x, index, axis=_axis(axis, x.ndim, "index_select"))
+    ax = _axis(axis, x.ndim, "index_select")
+    index_range(index, x.shape[ax], op="index_select", where=f"x.shape[{ax}]={x.shape[ax]}")
+    return jnp.take(x, index, axis=ax)
 
 
 def _along_axis_grid(indices, ax):
@@ -894,7 +896,8 @@ def roll(x, shifts, axis=None, name=None):
 
 
 def cast(x, dtype):
-    """Convert `x` to `dtype` (float -> int truncates toward zero).
+    """Convert `x` to `dtype` (float -> int truncates toward zero; into an 8- or 16-bit integer the
+    truncated value wraps, as in Paddle: -1.2 -> uint8 255).
 
     Args:
       x: a tensor.
@@ -912,6 +915,11 @@ def cast(x, dtype):
     dt = dtype_arg(dtype, op="cast")
     if dt is None:
         raise TypeError("pdx.cast: `dtype` is required, e.g. 'float32' or 'int64'")
+    dt = np.dtype(dt)
+    if jnp.issubdtype(x.dtype, jnp.floating) and dt.kind in "iu" and dt.itemsize < 4:
+        # Paddle (and numpy) truncate to a wide integer, then wrap into the narrow one
+        # (-1.2 -> uint8 255, 300.7 -> int8 44); XLA's direct conversion saturates instead.
+        return x.astype(jnp.int32).astype(dt)
     return x.astype(dt)
 
 

@@ -153,6 +153,9 @@ def addmm(input, x, y, beta=1.0, alpha=1.0, name=None):  # noqa: A002 (Paddle's 
       [[3.5, 3.5], [3.5, 3.5]]
     """
     inp = as_array(input, name="input", op="addmm")
+    if inp.ndim not in (1, 2):
+        raise op_error("addmm", f"`input` must be 1-D or 2-D (broadcast to the [M, N] product); "
+                                f"got input.shape={tuple(inp.shape)}")
     x, y = _pair(x, y, "addmm")
     _mm_check("addmm", x, y, batched=False)
     broadcast_shapes("addmm", input=inp, product=jnp.zeros((x.shape[0], y.shape[1]), bool))

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_int
-from pdx.ops._checks import check_rank, index_array, int_list, static_int
+from pdx.ops._checks import check_rank, index_array, index_range, int_list, static_int
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
 from pdx.ops._manipulation import _tensor_list, put_along_axis, scatter_nd_add
 
@@ -353,10 +353,7 @@ def take(x, index, mode="raise", name=None):
         return x[jnp.mod(index, n)]
     if mode == "clip":
         return x[jnp.clip(index, 0, n - 1)]
-    if not isinstance(index, jax.core.Tracer) and index.size:
-        lo, hi = int(jnp.min(index)), int(jnp.max(index))
-        if lo < -n or hi >= n:
-            raise op_error("take", f"`index` values must lie in [{-n}, {n}) for {n} elements; got [{lo}, {hi}]")
+    index_range(index, n, op="take", where=f"{n} elements")
     return x[jnp.where(index < 0, index + n, index)]
 
 

@@ -18,6 +18,9 @@ def _arr(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
+A23, A5, A53, A35 = _arr(2, 3), _arr(5), _arr(5, 3), _arr(3, 5)
+
+
 # tensordot's axes forms (x shape, y shape, axes): a flat list names the same axes of x and y, the
 # shorter of two lists takes the longer one's tail, only the first two lists count, size-1 dims
 # contract with any size.
@@ -64,6 +67,13 @@ VALUES = [
     ("eye zero rows", lambda m, t: m.eye(0, 3)),
     ("eye zero columns", lambda m, t: m.eye(2, 0)),
     ("eye numpy int", lambda m, t: m.eye(np.int64(3))),
+    ("index_select negative index", lambda m, t: m.index_select(t(A23), t(np.array([0, -1])), axis=1)),
+    ("addmm 1-D input", lambda m, t: m.addmm(t(A5), t(A53), t(A35))),
+] + [
+    # float -> a narrow integer: truncate, then wrap (-1.2 -> uint8 255, 300.7 -> int8 44)
+    (f"cast {src} -> {dst}", lambda m, t, src=src, dst=dst:
+        m.cast(t(np.array([-1.2, -2.0, 0.0, 4.5, 300.7, -300.2, 70000.5]).astype(src)), dst))
+    for src in ("float32", "float64") for dst in ("uint8", "int8", "int16", "int32", "bool")
 ]
 
 # (what, call(m, t)) where paddle raises: pdx must raise an instance of paddle's class.
@@ -79,6 +89,10 @@ ERRORS = [
     ("eye float columns", lambda m, t: m.eye(2, 3.5)),
     ("eye negative rows", lambda m, t: m.eye(-3)),
     ("eye negative columns", lambda m, t: m.eye(2, -1)),
+    ("index_select index out of range", lambda m, t: m.index_select(t(_arr(2, 3)), t(np.array([0, 5])), axis=1)),
+    ("index_select index below -n", lambda m, t: m.index_select(t(_arr(2, 3)), t(np.array([-4])), axis=1)),
+    ("addmm 4-D input", lambda m, t: m.addmm(t(_arr(5, 5, 5, 5)), t(_arr(5, 3)), t(_arr(3, 5)))),
+    ("addmm 0-D input", lambda m, t: m.addmm(t(np.float32(1.0)), t(_arr(5, 3)), t(_arr(3, 5)))),
 ]
 
 
@@ -89,7 +103,7 @@ def test_values_match_paddle(paddle):
         got = np.asarray(call(pdx, pdx.to_tensor))
         # pdx's 64-bit types are 32-bit without x64 (pdx's documented narrowing)
         if got.shape != want.shape or got.dtype != jax.dtypes.canonicalize_dtype(want.dtype) \
-                or not np.array_equal(got, want):
+                or not np.allclose(got, want, rtol=1e-6, atol=1e-6):
             failures.append(f"{what}: pdx {got.dtype}{got.shape}, paddle {want.dtype}{want.shape}")
     assert not failures, "\n".join(failures)
 
@@ -121,3 +135,13 @@ def test_index_dtype_messages_name_the_argument():
         pdx.argmax(pdx.ones([2]), dtype=None)
     with pytest.raises(TypeError, match=r"`num_rows` must be a non-negative int; got num_rows=-3"):
         pdx.eye(-3)
+
+
+def test_index_checks_read_a_closed_over_index_under_jit():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    index = pdx.to_tensor(np.array([2, 0]))
+    got = jax.jit(lambda v: (pdx.index_select(v, index, axis=1), pdx.take(v, index)))(pdx.to_tensor(x))
+    np.testing.assert_array_equal(np.asarray(got[0]), x[:, [2, 0]])
+    np.testing.assert_array_equal(np.asarray(got[1]), x.reshape(-1)[[2, 0]])
+    with pytest.raises(ValueError, match=r"index_select: `index` values must lie in \[-3, 3\)"):
+        pdx.index_select(pdx.to_tensor(x), index + 5, axis=1)
