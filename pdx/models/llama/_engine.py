@@ -163,6 +163,35 @@ def kv_dtype(model):
     return model.model.embed_tokens.weight.dtype
 
 
+@functools.partial(jax.jit, static_argnums=0, static_argnames=("k", "block_size"), donate_argnums=2)
+def _propose(graphdef, state, pages, tokens, positions, slots, tables, lens, num, seeds, counters, temperature,
+             top_k, top_p, *, k, block_size):
+    """k autoregressive draft steps on device: row b's proposal j is written at position lens[b] + j - 1.
+
+    Step 0 runs the row's last two tokens (width 2); step j > 0 its proposal
+    j - 1, writing keys/values only where j < num[b] (the positions reserved).
+    """
+    model = nnx.merge(graphdef, state)
+    rows = jnp.arange(tokens.shape[0])
+    drafts, dists = [], []
+    for j in range(k):
+        if j:
+            pos = lens + j - 1
+            live = (j < num) & (lens > 0)
+            slot = tables[rows, jnp.minimum(pos // block_size, tables.shape[1] - 1)] * block_size + pos % block_size
+            tokens, positions = drafts[-1][:, None], pos[:, None]
+            slots = jnp.where(live, slot, -1)[:, None]
+            step_lens = jnp.where(lens > 0, pos + 1, 0)
+        else:
+            step_lens = lens
+        hidden, pages = model.model.paged_forward(tokens, positions, pages, slots, tables, step_lens)
+        logits = model.head(hidden[:, -1]).astype(jnp.float32)
+        token, q = sample_draft(logits, seeds, counters + j, temperature, top_k, top_p)
+        drafts.append(token)
+        dists.append(q)
+    return jnp.stack(drafts, axis=1), jnp.stack(dists, axis=1), pages
+
+
 class _Paged:
     """A model split for compiled calls, with its page pool and its step's logits buffer."""
 
@@ -526,28 +555,19 @@ class LLMEngine:
                  else (float(best[0][r]), best[1][r], best[2][r])) for r, seq in enumerate(seqs)]
 
     def _propose(self, seqs, b: int):
-        """A draft model's proposals (b, k) and their distributions (b, k, V), k small calls over its pages.
+        """A draft model's proposals (b, k) and their distributions (b, k, V): one compiled call of k draft steps.
 
-        The first call recomputes the position before the last token too: when
+        The first step recomputes the position before the last token too: when
         every proposal was kept the step before, the draft never saw the last one.
         """
-        k = self.speculative.num_speculative_tokens
-        drafts, dists = np.zeros((b, k), np.int32), []
-        for j in range(k):
-            live = [r for r, seq in enumerate(seqs) if j == 0 or seq.num_drafts > j]
-            if not live:
-                dists.append(jnp.zeros_like(dists[-1]))
-                continue
-            if j == 0:
-                entries = [(seq, len(seq.tokens) - 2, seq.tokens[-2:]) for seq in seqs]
-            else:
-                entries = [(seqs[r], len(seqs[r].tokens) - 1 + j, [int(drafts[r, j - 1])]) for r in live]
-            self._forward_rows(self._draft, entries, 2 if j == 0 else 1, live)
-            token, q = sample_draft(self._draft.logits,
-                                    *self._settings(seqs, [len(seq.request.tokens) + j for seq in seqs]))
-            drafts[:, j] = np.asarray(token)[:b]
-            dists.append(q[:b])
-        return drafts, jnp.stack(dists, axis=1)
+        entries = [(seq, len(seq.tokens) - 2, seq.tokens[-2:]) for seq in seqs]
+        num = np.zeros(b, np.int32)
+        num[:len(seqs)] = [seq.num_drafts for seq in seqs]
+        settings = [a[:b] for a in self._settings(seqs, [len(seq.request.tokens) for seq in seqs])]
+        drafts, q, self._draft.pages = _propose(self._draft.graphdef, self._draft.state, self._draft.pages,
+                                                *self._rows(entries, 2, b), num, *settings,
+                                                k=self.speculative.num_speculative_tokens, block_size=self.block_size)
+        return np.asarray(drafts), q
 
     def _speculate(self, seqs):
         """Score each sequence's last token and proposals in one target call; (seq, tokens, logprobs) to emit."""
