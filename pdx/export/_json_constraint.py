@@ -20,6 +20,8 @@ is at least 2 tokens.
     False
 """
 
+import collections
+
 import numpy as np
 
 __all__ = ["JSONObjectConstraint", "JSONVocab", "json_constraint"]
@@ -114,6 +116,35 @@ class JSONVocab:
             piece = tokenizer.decode([i])
             special = piece != tokenizer.decode([i], skip_special_tokens=True)  # </s> would end the answer
             self.strings.append(piece if piece and "\ufffd" not in piece and not special else None)
+        self._reach = collections.OrderedDict()   # (state, limits) -> distance to close after each token
+
+    def distances(self, state, max_depth: int, max_string: int):
+        """Per token: characters still needed to close the object after it (int32, -1 where it breaks the JSON).
+
+        Computed once per parser state and kept for the most recent 256 states:
+        requests and steps in the same state (inside a string, after a comma...)
+        share one scan of the vocabulary.
+        """
+        key = (state, max_depth, max_string)
+        hit = self._reach.get(key)
+        if hit is not None:
+            self._reach.move_to_end(key)
+            return hit
+        out = np.full(self.size, -1, np.int32)
+        for i, piece in enumerate(self.strings):
+            if piece is None:
+                continue
+            after = state
+            for ch in piece:
+                after = _step(after, ch, max_depth, max_string)
+                if after is None:
+                    break
+            if after is not None:
+                out[i] = _distance(after)
+        self._reach[key] = out
+        if len(self._reach) > 256:
+            self._reach.popitem(last=False)
+        return out
 
 
 class JSONObjectConstraint:
@@ -147,12 +178,8 @@ class JSONObjectConstraint:
         if state is None or state[0] == "done":
             return mask
         left = self.budget - len(ids) - 1  # tokens left after this one; each can close at least one character
-        for i, piece in enumerate(self.vocab.strings):
-            if piece is None:
-                continue
-            after = self._feed(state, piece)
-            if after is not None and _distance(after) <= left:
-                mask[i] = True
+        reach = self.vocab.distances(state, self.max_depth, self.max_string)
+        mask[: len(reach)] = (reach >= 0) & (reach <= left)
         return mask
 
     def finished(self, ids) -> bool:
