@@ -120,12 +120,14 @@ class DBNet(nn.Layer):
 
 
 class OpsMix(nn.Layer):
-    """Conv-transpose (groups, padding, output_padding, dilation), odd-ratio interpolation, strided slices."""
+    """Conv-transpose (groups, padding, output_padding, dilation, NHWC), odd-ratio and NHWC interpolation, strided
+    slices."""
 
     def __init__(self):
         super().__init__()
         self.up1 = nn.Conv2DTranspose(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
         self.up2 = nn.Conv2DTranspose(4, 2, 3, stride=3, padding=2, dilation=2)
+        self.up3 = nn.Conv2DTranspose(11, 3, 2, stride=2, data_format="NHWC")
 
     def forward(self, x):  # (N, 4, 9, 11)
         parts = [self.up1(x), self.up2(x),
@@ -133,7 +135,9 @@ class OpsMix(nn.Layer):
                  F.interpolate(x, scale_factor=[2.5, 1.5], mode="bilinear"),
                  F.interpolate(x, size=[5, 7], mode="nearest"),
                  F.interpolate(x, size=[13, 4], mode="bilinear", align_corners=True),
-                 F.interpolate(x, scale_factor=3, mode="nearest"),
+                 F.interpolate(x, scale_factor=3, mode="nearest"), self.up3(x),
+                 F.interpolate(x, scale_factor=2, mode="bilinear", data_format="NHWC"),
+                 F.interpolate(x, size=[7, 5], mode="nearest", data_format="NHWC"),
                  x[:, ::2, 1:-1:3], x[:, ::-1, ::-2], x[:, 1, 2::4], x[:, -3:, 8:1:-3], x[:, :, ::5, ::-1]]
         return paddle.concat([p.flatten(1) for p in parts], axis=1)
 
@@ -331,9 +335,9 @@ def test_program_without_parameters_loads_and_a_missing_pdiparams_is_named(saves
     # a program that declares parameters, without its .pdiparams: refused, naming the file and the count
     (tmp_path / "model.json").write_bytes((root / "ops_mix" / "model.json").read_bytes())
     with pytest.raises(inference.ModelFormatError, match=r"model.pdiparams: no parameters file, but the program "
-                                                         r"declares 4 parameters"):
+                                                         r"declares 6 parameters"):
         inference.create_predictor(inference.Config(str(tmp_path / "model.json"), str(tmp_path / "model.pdiparams")))
-    with pytest.raises(inference.ModelFormatError, match="declares 4 parameters"):
+    with pytest.raises(inference.ModelFormatError, match="declares 6 parameters"):
         inference.create_predictor(inference.Config(str(tmp_path)))
     assert not inference.is_paddle_model(tmp_path)
     # a directory of other JSON files is not taken for a Paddle program
