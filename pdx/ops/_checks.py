@@ -13,7 +13,7 @@ import numpy as np
 
 from pdx._dtype import convert_dtype
 # The core helpers, re-exported for the ops modules.
-from pdx._args import argument_error, as_array, int_list, normalize_axis, op_error, static_int
+from pdx._args import AxisError, argument_error, as_array, int_list, normalize_axis, op_error, static_int
 
 
 def reduce_axes(axis, ndim: int, *, op: str) -> tuple[int, ...] | None:
@@ -80,6 +80,28 @@ def index_array(index, *, op: str, name: str = "index") -> jax.Array:
     if not jnp.issubdtype(index.dtype, jnp.integer):
         raise argument_error(op, f"`{name}` must be an integer tensor (int32/int64); got dtype {index.dtype}")
     return index
+
+
+class _OutOfRangeAxisError(AxisError):
+    """An axis out of range where Paddle raises IndexError with category OutOfRange (gather, cumsum, ...)."""
+
+    category = "OutOfRange"
+
+
+# The ops whose bad axis Paddle reports as IndexError (OutOfRange); the rest say ValueError (InvalidArgument).
+_OUT_OF_RANGE_AXIS_OPS = frozenset({"cumsum", "gather", "index_add", "index_select", "repeat_interleave"})
+
+
+def op_axis(axis, ndim: int, *, op: str, name: str = "axis") -> int:
+    """An int axis attribute (an int or a 1-element tensor) mapped into [0, ndim), with Paddle's category
+    for that op when it is out of range."""
+    axis = static_int(axis, op=op, name=name)
+    try:
+        return normalize_axis(axis, ndim, op=op, name=name)
+    except AxisError as e:
+        if op not in _OUT_OF_RANGE_AXIS_OPS:
+            raise
+        raise _OutOfRangeAxisError(*e.args) from None
 
 
 def index_range(index, n: int, *, op: str, where: str, name: str = "index") -> None:

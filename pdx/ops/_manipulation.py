@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.ops._checks import (
-    broadcast_shapes, check_rank, dtype_arg, index_array, index_range, int_list, prod_int, static_int,
+    broadcast_shapes, check_rank, dtype_arg, index_array, index_range, int_list, op_axis, prod_int, static_int,
 )
 from pdx._args import ShapeError, argument_error
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
@@ -29,7 +29,7 @@ def _static_kernel(*names):
 
 
 def _axis(axis, ndim, op, name="axis"):
-    return normalize_axis(static_int(axis, op=op, name=name), ndim, op=op, name=name)
+    return op_axis(axis, ndim, op=op, name=name)
 
 
 def _tensor_list(x, op, name="x"):

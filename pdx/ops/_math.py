@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_float, default_int
-from pdx.ops._checks import binary_args, broadcast_shapes, dtype_arg, reduce_axes, static_int
+from pdx.ops._checks import binary_args, broadcast_shapes, dtype_arg, op_axis, reduce_axes, static_int
 from pdx.ops._common import as_array, normalize_axis, op_error
 
 
@@ -942,7 +942,7 @@ def _scan_input(x, axis, op, name):
     x = as_array(x, op=op)
     if axis is None:
         return x.reshape(-1), 0
-    return x, normalize_axis(static_int(axis, op=op, name=name), x.ndim, op=op, name=name)
+    return x, op_axis(axis, x.ndim, op=op, name=name)
 
 
 def cumsum(x, axis=None, dtype=None, name=None):

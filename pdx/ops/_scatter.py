@@ -13,13 +13,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import default_int
-from pdx.ops._checks import check_rank, index_array, index_range, int_list, static_int
+from pdx.ops._checks import check_rank, index_array, index_range, int_list, op_axis, static_int
 from pdx.ops._common import as_array, normalize_axis, op_error, shape_list
 from pdx.ops._manipulation import _tensor_list, put_along_axis, scatter_nd_add
 
 
 def _axis(axis, ndim, op, name="axis"):
-    return normalize_axis(static_int(axis, op=op, name=name), ndim, op=op, name=name)
+    return op_axis(axis, ndim, op=op, name=name)
 
 
 def scatter_nd(index, updates, shape, name=None):

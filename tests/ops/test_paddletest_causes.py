@@ -93,6 +93,14 @@ ERRORS = [
     ("index_select index below -n", lambda m, t: m.index_select(t(_arr(2, 3)), t(np.array([-4])), axis=1)),
     ("addmm 4-D input", lambda m, t: m.addmm(t(_arr(5, 5, 5, 5)), t(_arr(5, 3)), t(_arr(3, 5)))),
     ("addmm 0-D input", lambda m, t: m.addmm(t(np.float32(1.0)), t(_arr(5, 3)), t(_arr(3, 5)))),
+    # an axis out of range: IndexError for these ops, ValueError for the rest
+    ("gather axis", lambda m, t: m.gather(t(A23), t(np.array([0, 1])), axis=2)),
+    ("index_select axis", lambda m, t: m.index_select(t(A23), t(np.array([0, 1])), axis=2)),
+    ("cumsum axis", lambda m, t: m.cumsum(t(A23), axis=3)),
+    ("index_add axis", lambda m, t: m.index_add(t(A23), t(np.array([0, 1])), 3, t(A23))),
+    ("repeat_interleave axis", lambda m, t: m.repeat_interleave(t(A23), 2, axis=3)),
+    ("cumprod dim", lambda m, t: m.cumprod(t(A23), dim=3)),
+    ("flip axis", lambda m, t: m.flip(t(A23), axis=3)),
 ]
 
 
@@ -127,6 +135,24 @@ def test_error_classes_match_paddle(paddle):
             failures.append(f"{what}: pdx raises {type(e).__name__}, paddle {want.__name__}: {e}")
         else:
             failures.append(f"{what}: pdx raises nothing, paddle {want.__name__}")
+    assert not failures, "\n".join(failures)
+
+
+def test_error_categories_match_paddle(paddle):
+    """Paddle's category, `(OutOfRange)` or `(InvalidArgument)`, is in pdx's message too."""
+    failures = []
+    for what, call in ERRORS:
+        try:
+            call(paddle, paddle.to_tensor)
+        except Exception as e:  # noqa: BLE001
+            want = next((c for c in ("(OutOfRange)", "(InvalidArgument)", "(InvalidType)") if c in str(e)), None)
+        if want is None:
+            continue
+        try:
+            call(pdx, pdx.to_tensor)
+        except Exception as e:  # noqa: BLE001
+            if want not in str(e):
+                failures.append(f"{what}: paddle says {want}, pdx: {e}")
     assert not failures, "\n".join(failures)
 
 
