@@ -140,22 +140,24 @@ def _forward_fn(graphdef, state, pages, out, tokens, positions, slots, tables, l
     of padding carry an index past its end and are dropped.
     """
     model = nnx.merge(graphdef, state)
-    hidden, pages = model.model.paged_forward(tokens, positions, pages, slots, tables, lens)
+    hidden, new = model.model.paged_forward(tokens, positions, pages, slots, tables, lens, gather=True)
     logits = model.head(hidden[:, -1]).astype(jnp.float32)
-    return out.at[rows].set(logits, mode="drop"), pages
+    return out.at[rows].set(logits, mode="drop"), new
 
 
 def _score_fn(graphdef, state, pages, tokens, positions, slots, tables, lens, take):
     """Logits (B, k+1, V) at the row positions `take` (B, k+1): the target's view of a row's proposals."""
     model = nnx.merge(graphdef, state)
-    hidden, pages = model.model.paged_forward(tokens, positions, pages, slots, tables, lens)
+    hidden, new = model.model.paged_forward(tokens, positions, pages, slots, tables, lens, gather=True)
     picked = jnp.take_along_axis(hidden, take[:, :, None], axis=1)
-    return model.head(picked).astype(jnp.float32), pages
+    return model.head(picked).astype(jnp.float32), new
 
 
-# The pages are donated: each step writes the new keys/values in place instead of copying the pool.
-_forward = jax.jit(_forward_fn, static_argnums=0, donate_argnums=(2, 3))
-_score = jax.jit(_score_fn, static_argnums=0, donate_argnums=2)
+# A step is two compiled calls: the forward reads the pages and returns the new tokens' keys/values, then
+# `_write` puts them in the pages, donated, in place. One program doing both would copy the whole pool.
+_forward = jax.jit(_forward_fn, static_argnums=0, donate_argnums=3)
+_score = jax.jit(_score_fn, static_argnums=0)
+_write = jax.jit(lambda write, pages, new, slots: write(pages, new, slots), static_argnums=0, donate_argnums=1)
 
 
 def kv_dtype(model):
@@ -197,6 +199,7 @@ class _Paged:
 
     def __init__(self, model, num_blocks: int, block_size: int, rows: int):
         self.graphdef, self.state = nnx.split(model)
+        self.write = model.write_pages
         self.pages = model.init_pages(num_blocks, block_size, kv_dtype(model))
         self.logits = jnp.zeros((rows, model.config.vocab_size), jnp.float32)
 
@@ -298,6 +301,7 @@ class LLMEngine:
         self.stats = {"decode_steps": 0, "prefills": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
                       "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0,
                       "spec_rows": 0, "spec_proposed": 0, "spec_accepted": 0}
+        self._speculating = False
         self._thread = threading.Thread(target=self._loop, name="pdx-llm-engine", daemon=True)
         self._thread.start()
 
@@ -393,13 +397,17 @@ class LLMEngine:
             self._finish(seq, "cancelled")
         decode, prefill = [], []
         budget, preempted, i = self.max_prefill_tokens, False, 0
+        spec = self.speculative
+        decoding = sum(s.pending == 1 for s in self._running)
+        self._speculating = spec is not None and (spec.disable_by_batch_size is None
+                                                  or decoding < spec.disable_by_batch_size)
         while i < len(self._running):
             seq = self._running[i]
             n = 1 if seq.pending == 1 else min(seq.pending, budget)
             if n == 0:
                 i += 1
                 continue
-            if seq.pending == 1 and self.speculative is not None:
+            if seq.pending == 1 and self._speculating:
                 self._plan_drafts(seq)
                 if not seq.table.reserve(seq.table.num_computed + 1 + seq.num_drafts):
                     seq.drafts, seq.num_drafts = [], 0
@@ -474,8 +482,9 @@ class LLMEngine:
         b = min(_bucket(len(entries)), self.max_slots)
         rows = np.full(b, self.max_slots, np.int32)
         rows[:len(entries)] = dest
-        paged.logits, paged.pages = _forward(paged.graphdef, paged.state, paged.pages, paged.logits,
-                                             *self._rows(entries, width, b), rows)
+        arrays = self._rows(entries, width, b)
+        paged.logits, new = _forward(paged.graphdef, paged.state, paged.pages, paged.logits, *arrays, rows)
+        paged.pages = _write(paged.write, paged.pages, new, arrays[2])
 
     def _call(self, rows, width: int, first: int):
         """Run rows of (seq, n tokens); their logits land in rows first.. of the step's logits buffer.
@@ -491,12 +500,7 @@ class LLMEngine:
             self._forward_rows(self._draft, entries, width, dest)
 
     def _run(self, decode, prefill) -> None:
-        spec = self.speculative
-        speculate = spec is not None and bool(decode) and (
-            spec.disable_by_batch_size is None or len(decode) < spec.disable_by_batch_size)
-        if spec is not None and not speculate:
-            for seq, _ in decode:
-                seq.drafts, seq.num_drafts = [], 0
+        speculate = self._speculating and bool(decode)
         if decode and not speculate:
             self._call(decode, 1, 0)
         if decode:
@@ -547,8 +551,10 @@ class LLMEngine:
     def _pick(self, seqs):
         """(token, logprobs or None) for the sequences whose logits are rows 0.. of the step's buffer."""
         top_n = MAX_LOGPROBS if any(seq.request.params.logprobs is not None for seq in seqs) else 0
-        out = sample(self._target.logits, *self._settings(seqs, [len(seq.request.tokens) for seq in seqs]),
-                     self._constraint_mask(seqs, self.max_slots), top_n=top_n)
+        b = min(_bucket(len(seqs)), self.max_slots)   # rows beyond the step's are not sampled
+        out = sample(self._target.logits[:b], *[a[:b] for a in self._settings(seqs, [len(seq.request.tokens)
+                                                                                    for seq in seqs])],
+                     self._constraint_mask(seqs, b), top_n=top_n)
         token = np.asarray(out[0])
         best = [np.asarray(o) for o in out[1:]] if top_n else None
         return [(int(token[r]), None if best is None or seq.request.params.logprobs is None
@@ -584,8 +590,9 @@ class LLMEngine:
         entries = [(seq, len(seq.tokens) - 1, [seq.tokens[-1]] + list(drafts[r, :seq.num_drafts]))
                    for r, seq in enumerate(seqs)]
         take = np.minimum(k - num[:, None] + np.arange(k + 1)[None, :], k).astype(np.int32)
-        logits, self._target.pages = _score(self._target.graphdef, self._target.state, self._target.pages,
-                                            *self._rows(entries, k + 1, b), take)
+        arrays = self._rows(entries, k + 1, b)
+        logits, new = _score(self._target.graphdef, self._target.state, self._target.pages, *arrays, take)
+        self._target.pages = _write(self._target.write, self._target.pages, new, arrays[2])
         counters = [len(seq.request.tokens) for seq in seqs]
         settings = [a[:b] for a in self._settings(seqs, counters)]
         mask = self._constraint_mask(seqs, b)

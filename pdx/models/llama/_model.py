@@ -120,18 +120,39 @@ class LlamaAttention(Layer):
         out = jnp.einsum("bhgst,bhtd->bhgsd", probs, v_cache).transpose(0, 3, 1, 2, 4)  # (B, S, kv_heads, group, D)
         return self.o_proj(out.reshape(b, s, -1).astype(x.dtype)), (k_cache, v_cache)
 
-    def paged_decode(self, x, cos, sin, pages, slot_mapping, block_tables, context_lens):
+    def paged_decode(self, x, cos, sin, pages, slot_mapping, block_tables, context_lens, *, gather=False):
         """Write x's keys/values into the page pool at `slot_mapping`, then attend over each row's blocks.
 
         pages: (keys, values), each (num_blocks, block_size, kv_heads, head_dim).
         x (B, T, hidden) holds the last T tokens of each row (padding first,
         with slot -1); see `pdx.kernels.paged_attention` for the layout.
+        Returns (output, the updated pages).
+
+        With `gather`, the pool is only read: each row's blocks are gathered
+        into a small pool of its own, the new keys/values written there and
+        attended over, and (output, (keys, values) of the new tokens) come
+        back for the caller to write into the pool in a separate call. A
+        program that reads and updates the same large buffer makes XLA copy
+        it whole (on CPU); this way each step's cost follows the rows it runs,
+        not the pool's size.
         """
         q, k, v = self._qkv(x, cos, sin)
-        k_pages, v_pages = kernels.write_kv_pages(pages[0], pages[1], k, v, slot_mapping)
+        if gather:
+            b, t = x.shape[:2]
+            width = block_tables.shape[1]
+            bs = pages[0].shape[1]
+            local = lambda p: p[block_tables].reshape(b * width, *p.shape[1:])  # noqa: E731 - row r's blocks
+            tables = (jnp.arange(b, dtype=jnp.int32)[:, None] * width + jnp.arange(width, dtype=jnp.int32))
+            position = context_lens[:, None] - t + jnp.arange(t, dtype=jnp.int32)
+            slots = jnp.where(slot_mapping >= 0, jnp.arange(b, dtype=jnp.int32)[:, None] * width * bs + position, -1)
+            k_pages, v_pages = kernels.write_kv_pages(local(pages[0]), local(pages[1]), k, v, slots)
+            block_tables, new = tables, (k, v)
+        else:
+            k_pages, v_pages = kernels.write_kv_pages(pages[0], pages[1], k, v, slot_mapping)
         out = kernels.paged_attention(q, k_pages, v_pages, block_tables, context_lens,
                                       sliding_window=self.config.sliding_window)
-        return self.o_proj(out.reshape(x.shape[0], x.shape[1], -1).astype(x.dtype)), (k_pages, v_pages)
+        out = self.o_proj(out.reshape(x.shape[0], x.shape[1], -1).astype(x.dtype))
+        return out, (new if gather else (k_pages, v_pages))
 
 
 class LlamaMLP(Layer):
@@ -173,8 +194,8 @@ class LlamaDecoderLayer(Layer):
         x = x + attn
         return x + self.mlp(self.post_attention_layernorm(x)), cache
 
-    def paged_decode(self, x, cos, sin, pages, *tables):
-        attn, pages = self.self_attn.paged_decode(self.input_layernorm(x), cos, sin, pages, *tables)
+    def paged_decode(self, x, cos, sin, pages, *tables, gather=False):
+        attn, pages = self.self_attn.paged_decode(self.input_layernorm(x), cos, sin, pages, *tables, gather=gather)
         x = x + attn
         return x + self.mlp(self.post_attention_layernorm(x)), pages
 
@@ -224,18 +245,23 @@ class LlamaModel(Layer):
             new_cache.append(layer_cache)
         return self.norm(x), new_cache
 
-    def paged_forward(self, input_ids, positions, pages, slot_mapping, block_tables, context_lens):
-        """Hidden states of input_ids (B, T) at `positions` (B, T) over the paged KV cache; the updated pages."""
+    def paged_forward(self, input_ids, positions, pages, slot_mapping, block_tables, context_lens, *, gather=False):
+        """Hidden states of input_ids (B, T) at `positions` (B, T) over the paged KV cache; the updated pages.
+
+        With `gather`, the pages are only read and the new tokens' keys/values
+        come back instead, in the pages' layout (see `LlamaForCausalLM.write_pages`).
+        """
         c = self.config
         cos, sin = rope_tables(positions, c.head_dim, c.rope_theta)
         x = self.embed_tokens(input_ids)
         tables = (slot_mapping, block_tables, context_lens)
         if isinstance(self.layers, LayerStack):  # pages: (keys, values), each (L, num_blocks, block_size, kv_heads, D)
-            x, pages = self.layers.scan(lambda layer, h, p: layer.paged_decode(h, cos, sin, p, *tables), x, pages)
+            x, pages = self.layers.scan(lambda layer, h, p: layer.paged_decode(h, cos, sin, p, *tables, gather=gather),
+                                        x, pages)
             return self.norm(x), pages
         new_pages = []
         for layer, layer_pages in zip(self.layers, pages):
-            x, layer_pages = layer.paged_decode(x, cos, sin, layer_pages, *tables)
+            x, layer_pages = layer.paged_decode(x, cos, sin, layer_pages, *tables, gather=gather)
             new_pages.append(layer_pages)
         return self.norm(x), new_pages
 
@@ -357,6 +383,16 @@ class LlamaForCausalLM(Layer):
         """
         hidden, pages = self.model.paged_forward(input_ids, positions, pages, slot_mapping, block_tables, context_lens)
         return self.head(hidden), pages
+
+    def write_pages(self, pages, new, slot_mapping):
+        """Write the keys/values that `paged_forward(..., gather=True)` returned into the pages at `slot_mapping`.
+
+        Run it as its own compiled call with the pages donated: then the pool
+        is updated in place (a program that also reads the pool copies it).
+        """
+        if self.config.scan_layers:
+            return jax.vmap(lambda kp, vp, k, v: kernels.write_kv_pages(kp, vp, k, v, slot_mapping))(*pages, *new)
+        return [kernels.write_kv_pages(kp, vp, k, v, slot_mapping) for (kp, vp), (k, v) in zip(pages, new)]
 
     def generate(self, input_ids, max_new_tokens: int = 20, **kwargs):
         """Continue `input_ids` (B, P); see `pdx.models.llama.generate` for the options."""
