@@ -283,8 +283,15 @@ def _object_key(obj) -> tuple:
         items = vars(obj).items()
     except TypeError:  # __slots__
         items = ((n, getattr(obj, n, None)) for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()))
-    return _Identity(obj), tuple((n, type(v), v) for n, v in items if type(v) in _PY_SCALARS
-                                 or (type(v) is tuple and _hashable(v)))
+    key = []
+    for n, v in items:
+        if type(v) in _PY_SCALARS or (type(v) is tuple and _hashable(v)):
+            key.append((n, type(v), v))
+        elif isinstance(v, (list, tuple, dict)):  # a dict of options, a list of sizes: by value
+            leaves, treedef = jax.tree.flatten(v, is_leaf=is_graph_node)
+            if all(type(x) in _PY_SCALARS for x in leaves):
+                key.append((n, treedef, tuple((type(x), x) for x in leaves)))
+    return _Identity(obj), tuple(key)
 
 
 def _hashable(value) -> bool:
@@ -305,7 +312,9 @@ def _kind(value, free: bool = False) -> str:
         leaves = jax.tree.leaves(value, is_leaf=is_graph_node)
         if len(leaves) != 1 or leaves[0] is not value:  # a registered pytree (a flax struct, a chex dataclass)
             return _tree_kind(leaves, free, False)
-        if any(isinstance(v, _ARRAYS) for v in _attribute_values(value)):
+        if any(isinstance(v, _ARRAYS) or (isinstance(v, (list, tuple, dict)) and any(
+                isinstance(x, _ARRAYS) for x in jax.tree.leaves(v, is_leaf=is_graph_node)))
+               for v in _attribute_values(value)):
             return _EAGER  # arrays the trace would bake in, with no way to see them change
     return kind
 

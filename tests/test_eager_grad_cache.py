@@ -475,3 +475,29 @@ def test_pytree_and_object_arguments():
         np.testing.assert_allclose(loss, (net(x) ** 2).mean(), rtol=1e-5)
     assert pdx.value_and_grad(from_batch).cache_size() == 1
     assert pdx.value_and_grad(from_holder).cache_size() == 0, "arrays inside a plain object: op by op"
+
+
+def test_an_objects_option_dict_in_a_closure_is_keyed_by_value():
+    """A closure over an object whose dict/list attribute changes (a new lambda or the same one) is retraced."""
+    class Options:
+        pass
+
+    x = pdx.to_tensor(np.random.default_rng(0).normal(size=(5, 4, 6)).astype("float32"))
+
+    def reference(k, axis):
+        return jax.grad(lambda a: jnp.mean(jnp.take(jnp.sort(a, axis=axis), k - 1, axis=axis)))(jnp.asarray(x))
+
+    def make(o):
+        return pdx.grad(lambda xs: pdx.mean(pdx.kthvalue(**{**o.kw, **xs})[0]))
+
+    o = Options()
+    o.kw = dict(k=3, axis=0)
+    fn = make(o)
+    np.testing.assert_allclose(np.asarray(fn({"x": x})["x"]), reference(3, 0), atol=1e-6)
+    o.kw = dict(k=4, axis=2, keepdim=False)           # a new dict on the same object
+    np.testing.assert_allclose(np.asarray(make(o)({"x": x})["x"]), reference(4, 2), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(fn({"x": x})["x"]), reference(4, 2), atol=1e-6)
+    o.kw["k"] = 2                                       # an item changed in place
+    np.testing.assert_allclose(np.asarray(fn({"x": x})["x"]), reference(2, 2), atol=1e-6)
+    o.sizes = [jnp.ones(2)]                             # an array inside a container attribute: read op by op
+    np.testing.assert_allclose(np.asarray(fn({"x": x})["x"]), reference(2, 2), atol=1e-6)
