@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-__all__ = ["OPS", "is_static"]
+__all__ = ["OPS", "PaddedRows", "is_static"]
 
 
 def is_static(v) -> bool:
@@ -607,6 +608,156 @@ def _rnn(ins, a):
     return x, None, states, None
 
 
+# ---- detection post-processing (PaddleDetection's exported heads) ----------------------------
+
+
+class PaddedRows(NamedTuple):
+    """A value whose row count depends on the data (multiclass_nms3's output), as static shapes: `rows` holds up to
+    `rows.shape[1]` rows per image (N, P, ...), of which the first `counts[i]` are real (the rest are zeros).
+
+    `to_numpy()` (host side) gives the array Paddle returns: the real rows of every image, concatenated.
+    """
+
+    rows: jax.Array  # (N, P, ...)
+    counts: jax.Array  # (N,) int32
+
+    def to_numpy(self) -> np.ndarray:
+        rows, counts = np.asarray(self.rows), np.asarray(self.counts).reshape(-1)
+        return np.concatenate([rows[i, :int(k)] for i, k in enumerate(counts)] or [rows[:0, 0]], axis=0)
+
+
+def _sigmoid32(x):
+    """Paddle's CPU sigmoid, 1 / (1 + exp(-x)), in the input's precision."""
+    return 1.0 / (1.0 + jnp.exp(-x))
+
+
+def _yolo_box(ins, a):
+    """pd_op.yolo_box: YOLOv3 head (N, A*(5+C) [+A IoU channels first], H, W) -> boxes (N, A*H*W, 4), scores
+    (N, A*H*W, C), with Paddle's CPU arithmetic; a box whose confidence is below conf_thresh is all zeros."""
+    x, img_size = ins
+    anchors = [int(v) for v in a["anchors"]]
+    an, classes = len(anchors) // 2, int(a["class_num"])
+    iou_aware = bool(a.get("iou_aware", False))
+    n, c, h, w = x.shape
+    if len(anchors) % 2 or c != an * (5 + classes + int(iou_aware)):
+        raise ValueError(f"yolo_box: the input has {c} channels; anchors={anchors} (pairs) and class_num={classes} "
+                         f"need {an} * (5 + {classes}{' + 1 IoU' if iou_aware else ''}) channels")
+    scale = np.float32(a.get("scale_x_y", 1.0))
+    bias = np.float32(-0.5 * (float(scale) - 1.0))
+    if iou_aware:  # the A IoU channels come first
+        iou, x = _sigmoid32(x[:, :an]), x[:, an:]
+    p = x.reshape(n, an, 5 + classes, h, w)
+    conf = _sigmoid32(p[:, :, 4])
+    if iou_aware:
+        f = float(a.get("iou_aware_factor", 0.5))
+        conf = jnp.power(conf, np.float32(1.0 - f)) * jnp.power(iou, np.float32(f))
+    keep = conf >= np.float32(a["conf_thresh"])  # (N, A, H, W)
+    img_h = img_size[:, 0].astype(x.dtype).reshape(n, 1, 1, 1)
+    img_w = img_size[:, 1].astype(x.dtype).reshape(n, 1, 1, 1)
+    ds = int(a["downsample_ratio"])
+    grid_x = jnp.arange(w, dtype=x.dtype).reshape(1, 1, 1, w)
+    grid_y = jnp.arange(h, dtype=x.dtype).reshape(1, 1, h, 1)
+    anchor_w = jnp.asarray(anchors[0::2], x.dtype).reshape(1, an, 1, 1)
+    anchor_h = jnp.asarray(anchors[1::2], x.dtype).reshape(1, an, 1, 1)
+    cx = (grid_x + _sigmoid32(p[:, :, 0]) * scale + bias) * img_w / np.float32(w)
+    cy = (grid_y + _sigmoid32(p[:, :, 1]) * scale + bias) * img_h / np.float32(h)
+    bw = jnp.exp(p[:, :, 2]) * anchor_w * img_w / np.float32(ds * w)
+    bh = jnp.exp(p[:, :, 3]) * anchor_h * img_h / np.float32(ds * h)
+    x1, y1, x2, y2 = cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2
+    if a.get("clip_bbox", True):
+        x1, y1 = jnp.where(x1 > 0, x1, 0), jnp.where(y1 > 0, y1, 0)
+        x2, y2 = jnp.where(x2 < img_w - 1, x2, img_w - 1), jnp.where(y2 < img_h - 1, y2, img_h - 1)
+    boxes = jnp.where(keep[..., None], jnp.stack([x1, y1, x2, y2], axis=-1), 0)  # (N, A, H, W, 4)
+    scores = jnp.where(keep[:, :, None], conf[:, :, None] * _sigmoid32(p[:, :, 5:]), 0)  # (N, A, C, H, W)
+    scores = jnp.transpose(scores, (0, 1, 3, 4, 2))
+    return boxes.reshape(n, an * h * w, 4), scores.reshape(n, an * h * w, classes)
+
+
+def _pairwise_iou(b, normalized):
+    """Paddle's JaccardOverlap between every pair of boxes (..., K, 4) -> (..., K, K) (+1 sizes unnormalized)."""
+    one = np.float32(0.0 if normalized else 1.0)
+    p, q = b[..., :, None, :], b[..., None, :, :]
+
+    def area(box):
+        bw, bh = box[..., 2] - box[..., 0], box[..., 3] - box[..., 1]
+        return jnp.where((box[..., 2] < box[..., 0]) | (box[..., 3] < box[..., 1]), 0, (bw + one) * (bh + one))
+    apart = (q[..., 0] > p[..., 2]) | (q[..., 2] < p[..., 0]) | (q[..., 1] > p[..., 3]) | (q[..., 3] < p[..., 1])
+    iw = jnp.minimum(p[..., 2], q[..., 2]) - jnp.maximum(p[..., 0], q[..., 0]) + one
+    ih = jnp.minimum(p[..., 3], q[..., 3]) - jnp.maximum(p[..., 1], q[..., 1]) + one
+    inter = iw * ih
+    return jnp.where(apart, 0, inter / (area(p) + area(q) - inter))
+
+
+def _nms_one_image(boxes, scores, a, k1, keep_top_k, width):
+    """One image's multiclass NMS: (M, 4) boxes, (C, M) scores -> (rows (width, 6), index (width,), count)."""
+    c, m = scores.shape
+    valid = scores > np.float32(a["score_threshold"])
+    background = int(a.get("background_label", 0))  # Paddle's default
+    if 0 <= background < c:
+        valid = valid.at[background].set(False)
+    # per class, the candidates above the threshold by score, descending; ties keep the box order (stable_sort)
+    order = jnp.argsort(jnp.where(valid, -scores, jnp.inf), axis=-1, stable=True)[:, :k1]  # (C, K1)
+    cand_valid = jnp.take_along_axis(valid, order, axis=-1)
+    cand_score = jnp.take_along_axis(scores, order, axis=-1)
+    cand_box = boxes[order]  # (C, K1, 4)
+    iou = _pairwise_iou(cand_box, bool(a.get("normalized", True)))  # (C, K1, K1)
+    eta = np.float32(a.get("nms_eta", 1.0))
+
+    def step(i, carry):
+        kept, thr = carry
+        # NaN overlaps (degenerate normalized boxes) fail `overlap <= threshold`, as in Paddle's NMSFast
+        ok = cand_valid[:, i] & jnp.all(jnp.where(kept, iou[:, i, :] <= thr[:, None], True), axis=-1)
+        kept = kept.at[:, i].set(ok)
+        if eta < 1:
+            thr = jnp.where(ok & (thr > 0.5), thr * eta, thr)
+        return kept, thr
+    thr0 = jnp.full((c,), np.float32(a["nms_threshold"]), scores.dtype)
+    kept, _ = lax.fori_loop(0, k1, step, (jnp.zeros((c, k1), bool), thr0))
+    kept, flat_score = kept.reshape(-1), cand_score.reshape(-1)  # in (label, NMS rank) order, Paddle's output order
+    if keep_top_k > -1:  # the keep_top_k best by score (stable: ties by label, then rank), output in label order
+        by_score = jnp.argsort(jnp.where(kept, -flat_score, jnp.inf), stable=True)
+        rank = jnp.zeros_like(by_score).at[by_score].set(jnp.arange(by_score.size, dtype=by_score.dtype))
+        kept = kept & (rank < keep_top_k)
+    pick = jnp.argsort(~kept, stable=True)[:width]
+    count = jnp.sum(kept).astype(jnp.int32)
+    real = jnp.arange(width) < count
+    label = (pick // k1).astype(scores.dtype)
+    rows = jnp.concatenate([label[:, None], flat_score[pick][:, None], cand_box.reshape(-1, 4)[pick]], axis=-1)
+    index = order.reshape(-1)[pick].astype(jnp.int32)
+    return jnp.where(real[:, None], rows, 0), jnp.where(real, index, 0), count
+
+
+def _multiclass_nms3(ins, a):
+    """pd_op.multiclass_nms3 on (N, M, 4) boxes and (N, C, M) scores.
+
+    Out (rows of label, score, x1, y1, x2, y2) and Index (the box's row in the N*M boxes) have a data-dependent
+    row count: they come back as `PaddedRows` (up to keep_top_k rows per image, or C * min(nms_top_k, M) when
+    keep_top_k is -1) with NmsRoisNum, the real rows per image, which the predictor trims to on the host.
+    """
+    boxes, scores = ins[0], ins[1]
+    if len(ins) > 2 and ins[2] is not None or scores.ndim != 3 or boxes.ndim != 3:
+        raise ValueError(f"multiclass_nms3: boxes {list(boxes.shape)} and scores {list(scores.shape)} with "
+                         f"RoisNum={'given' if len(ins) > 2 and ins[2] is not None else 'none'}: pdx translates "
+                         "the batched form only, boxes (N, M, 4) and scores (N, C, M), without RoisNum")
+    n, m, size = boxes.shape
+    if size != 4 or scores.shape[0] != n or scores.shape[2] != m:
+        raise ValueError(f"multiclass_nms3: boxes {list(boxes.shape)} must be (N, M, 4) (4-point polygons are not "
+                         f"supported) and scores {list(scores.shape)} (N, C, M) for the same N and M")
+    c = scores.shape[1]
+    top_k = int(a.get("nms_top_k", -1))
+    k1 = m if top_k < 0 else min(top_k, m)
+    keep_top_k = int(a.get("keep_top_k", -1))
+    width = c * k1 if keep_top_k < 0 else min(keep_top_k, c * k1)
+    if k1 == 0 or width == 0:
+        counts = jnp.zeros((n,), jnp.int32)
+        return (PaddedRows(jnp.zeros((n, 0, 6), scores.dtype), counts),
+                PaddedRows(jnp.zeros((n, 0, 1), jnp.int32), counts), counts)
+    rows, index, counts = jax.vmap(lambda b, s: _nms_one_image(b, s, a, k1, keep_top_k, width))(boxes, scores)
+    index = index + (jnp.arange(n, dtype=jnp.int32) * m)[:, None]
+    index = jnp.where(jnp.arange(width)[None, :] < counts[:, None], index, 0)
+    return PaddedRows(rows, counts), PaddedRows(index[..., None], counts), counts
+
+
 # ---- builtin -----------------------------------------------------------------------------------
 
 
@@ -689,6 +840,7 @@ _TABLE = {
     "pd_op.softmax": _softmax, "pd_op.log_softmax": _log_softmax, "pd_op.gelu": _gelu,
     "pd_op.hardsigmoid": _hardsigmoid, "pd_op.leaky_relu": _leaky_relu, "pd_op.pow": _pow, "pd_op.clip": _clip,
     "pd_op.gather": _gather, "pd_op.index_select": _gather, "pd_op.where": _where, "pd_op.rnn": _rnn,
+    "pd_op.yolo_box": _yolo_box, "pd_op.multiclass_nms3": _multiclass_nms3,
     "pd_op.assign": _identity, "pd_op.share_data_": _identity,
     "builtin.combine": _combine, "builtin.split": _builtin_split, "builtin.slice": _builtin_slice,
     **{f"pd_op.{k}": _unary(f) for k, f in _UNARY.items()},

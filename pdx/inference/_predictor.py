@@ -13,7 +13,7 @@ import numpy as np
 
 from pdx.inference._layer import as_input
 from pdx.inference._program_file import ModelFormatError
-from pdx.inference._translate import PaddleProgram, find_model_files
+from pdx.inference._translate import PaddleProgram, find_model_files, trim_outputs
 
 __all__ = ["Config", "DataType", "PlaceType", "PrecisionType", "Predictor", "PredictorPool", "Tensor",
            "create_predictor", "get_num_bytes_of_data_type", "get_trt_compile_version", "get_trt_runtime_version",
@@ -331,7 +331,8 @@ class _Engine:
         self.program.check_inputs(arrays)
         inputs = [jax.device_put(as_input(x, dtype), self.device) for x, (_, dtype, _) in zip(arrays, self.inputs)]
         fn = (lambda p, i: self.program(p, i)) if self.eager else self.compiled
-        return fn(self.params, inputs)
+        # NMS outputs come back padded with per-image counts: trimmed here, to the rows Paddle returns
+        return trim_outputs(fn(self.params, inputs))
 
 
 class Predictor:

@@ -404,6 +404,15 @@ def _adapt(b: _Builder, op) -> None:
         strides = _int_list(b, op, "StridesTensor", "StridesTensorList", "strides")
         attrs = {"axes": list(a.get("axes", [])), "decrease_axis": list(a.get("decrease_axis", []))}
         b.emit("pd_op.strided_slice", attrs, (get("Input"), starts, ends, strides), (out("Out"),))
+    elif t == "yolo_box":
+        attrs = {k: a[k] for k in ("anchors", "class_num", "conf_thresh", "downsample_ratio", "clip_bbox",
+                                   "scale_x_y", "iou_aware", "iou_aware_factor") if k in a}
+        b.emit("pd_op.yolo_box", attrs, (get("X"), get("ImgSize")), (out("Boxes"), out("Scores")))
+    elif t == "multiclass_nms3":
+        attrs = {k: a[k] for k in ("score_threshold", "nms_top_k", "keep_top_k", "nms_threshold", "normalized",
+                                   "nms_eta", "background_label") if k in a}
+        b.emit("pd_op.multiclass_nms3", attrs, (get("BBoxes"), get("Scores"), get("RoisNum")),
+               (out("Out"), out("Index"), out("NmsRoisNum")))
     elif t == "masked_fill":
         b.emit("pd_op.masked_fill", {}, (get("x"), get("mask"), get("value")), (out("out"),))
     elif t == "stanh":

@@ -8,7 +8,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from pdx.inference._ops import OPS, is_static
+from pdx.inference._ops import OPS, PaddedRows, is_static
 from pdx.inference._program_desc import read_program_desc
 from pdx.inference._program_file import (
     ModelFormatError,
@@ -17,7 +17,7 @@ from pdx.inference._program_file import (
     read_program,
 )
 
-__all__ = ["PaddleProgram", "find_model_files", "is_paddle_model"]
+__all__ = ["PaddleProgram", "find_model_files", "is_paddle_model", "trim_outputs"]
 
 _PROGRAM_SUFFIXES = (".json", ".pdmodel")
 
@@ -133,7 +133,11 @@ class PaddleProgram:
                                  f"{[-1 if d is None else d for d in feed.shape]} (-1: any size)")
 
     def __call__(self, params: dict, inputs) -> list:
-        """Run the program: `params` maps names to arrays (persistable ones at least), `inputs` is a list."""
+        """Run the program: `params` maps names to arrays (persistable ones at least), `inputs` is a list.
+
+        An output whose row count depends on the data (multiclass_nms3's Out and Index) is a `PaddedRows`:
+        fixed-size rows per image and the real count of each; `trim_outputs` gives Paddle's arrays on the host.
+        """
         env = {0: None}
         for p in self.program.params:
             env[p.value] = params.get(p.name) if p.persistable else None
@@ -141,6 +145,11 @@ class PaddleProgram:
             env[feed.value] = x
         for op in self.program.ops:
             ins = [env[v] for v in op.inputs]
+            if any(isinstance(v, PaddedRows) for v in ins):
+                raise ModelFormatError(
+                    f"{self.model_file}: op #{op.index} ({op.name}) reads an output of multiclass_nms3, whose row "
+                    "count depends on the data; pdx returns such outputs padded to a fixed size and trims them "
+                    "when they are fetched, so they cannot feed further ops. Fetch the NMS outputs directly")
             static = is_static(ins)
             try:
                 if static:  # shapes and constants: computed now, so reshape targets stay Python ints
@@ -163,3 +172,8 @@ class PaddleProgram:
             for vid, value in zip(op.outputs, outs):
                 env[vid] = value
         return [env[f.value] for f in self.program.fetches]
+
+
+def trim_outputs(outputs) -> list:
+    """Host-side numpy outputs, each `PaddedRows` trimmed to its real rows (Paddle Inference's arrays)."""
+    return [o.to_numpy() if isinstance(o, PaddedRows) else o for o in outputs]
