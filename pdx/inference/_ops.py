@@ -11,6 +11,7 @@ are `None`).
 from __future__ import annotations
 
 import math
+from functools import partial
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -688,20 +689,33 @@ def _pairwise_iou(b, normalized):
     return jnp.where(apart, 0, inter / (area(p) + area(q) - inter))
 
 
-def _nms_one_image(boxes, scores, a, k1, keep_top_k, width):
+class _Nms(NamedTuple):
+    """multiclass_nms3's attributes, resolved (hashable: the static argument of the compiled NMS)."""
+
+    score_threshold: float
+    nms_threshold: float
+    eta: float
+    normalized: bool
+    background: int
+    k1: int  # candidates per class: min(nms_top_k, M), M when nms_top_k is -1
+    keep_top_k: int
+    width: int  # rows per image in the padded output
+
+
+def _nms_one_image(boxes, scores, cfg: _Nms):
     """One image's multiclass NMS: (M, 4) boxes, (C, M) scores -> (rows (width, 6), index (width,), count)."""
     c, m = scores.shape
-    valid = scores > np.float32(a["score_threshold"])
-    background = int(a.get("background_label", 0))  # Paddle's default
-    if 0 <= background < c:
-        valid = valid.at[background].set(False)
+    k1, width = cfg.k1, cfg.width
+    valid = scores > np.float32(cfg.score_threshold)
+    if 0 <= cfg.background < c:
+        valid = valid.at[cfg.background].set(False)
     # per class, the candidates above the threshold by score, descending; ties keep the box order (stable_sort)
     order = jnp.argsort(jnp.where(valid, -scores, jnp.inf), axis=-1, stable=True)[:, :k1]  # (C, K1)
     cand_valid = jnp.take_along_axis(valid, order, axis=-1)
     cand_score = jnp.take_along_axis(scores, order, axis=-1)
     cand_box = boxes[order]  # (C, K1, 4)
-    iou = _pairwise_iou(cand_box, bool(a.get("normalized", True)))  # (C, K1, K1)
-    eta = np.float32(a.get("nms_eta", 1.0))
+    iou = _pairwise_iou(cand_box, cfg.normalized)  # (C, K1, K1)
+    eta = np.float32(cfg.eta)
 
     def step(i, carry):
         kept, thr = carry
@@ -711,13 +725,13 @@ def _nms_one_image(boxes, scores, a, k1, keep_top_k, width):
         if eta < 1:
             thr = jnp.where(ok & (thr > 0.5), thr * eta, thr)
         return kept, thr
-    thr0 = jnp.full((c,), np.float32(a["nms_threshold"]), scores.dtype)
+    thr0 = jnp.full((c,), np.float32(cfg.nms_threshold), scores.dtype)
     kept, _ = lax.fori_loop(0, k1, step, (jnp.zeros((c, k1), bool), thr0))
     kept, flat_score = kept.reshape(-1), cand_score.reshape(-1)  # in (label, NMS rank) order, Paddle's output order
-    if keep_top_k > -1:  # the keep_top_k best by score (stable: ties by label, then rank), output in label order
+    if cfg.keep_top_k > -1:  # the keep_top_k best by score (stable: ties by label, then rank), output in label order
         by_score = jnp.argsort(jnp.where(kept, -flat_score, jnp.inf), stable=True)
         rank = jnp.zeros_like(by_score).at[by_score].set(jnp.arange(by_score.size, dtype=by_score.dtype))
-        kept = kept & (rank < keep_top_k)
+        kept = kept & (rank < cfg.keep_top_k)
     pick = jnp.argsort(~kept, stable=True)[:width]
     count = jnp.sum(kept).astype(jnp.int32)
     real = jnp.arange(width) < count
@@ -725,6 +739,15 @@ def _nms_one_image(boxes, scores, a, k1, keep_top_k, width):
     rows = jnp.concatenate([label[:, None], flat_score[pick][:, None], cand_box.reshape(-1, 4)[pick]], axis=-1)
     index = order.reshape(-1)[pick].astype(jnp.int32)
     return jnp.where(real[:, None], rows, 0), jnp.where(real, index, 0), count
+
+
+@partial(jax.jit, static_argnames="cfg")  # compiled once per attribute set, so op-by-op runs reuse it too
+def _nms_batch(boxes, scores, cfg: _Nms):
+    n, m = boxes.shape[0], boxes.shape[1]
+    rows, index, counts = jax.vmap(lambda b, s: _nms_one_image(b, s, cfg))(boxes, scores)
+    index = index + (jnp.arange(n, dtype=jnp.int32) * m)[:, None]  # the row in the N * M boxes
+    index = jnp.where(jnp.arange(cfg.width)[None, :] < counts[:, None], index, 0)
+    return rows, index[..., None], counts
 
 
 def _multiclass_nms3(ins, a):
@@ -741,8 +764,8 @@ def _multiclass_nms3(ins, a):
                          "the batched form only, boxes (N, M, 4) and scores (N, C, M), without RoisNum")
     n, m, size = boxes.shape
     if size != 4 or scores.shape[0] != n or scores.shape[2] != m:
-        raise ValueError(f"multiclass_nms3: boxes {list(boxes.shape)} must be (N, M, 4) (4-point polygons are not "
-                         f"supported) and scores {list(scores.shape)} (N, C, M) for the same N and M")
+        raise ValueError(f"multiclass_nms3: boxes {list(boxes.shape)} must be (N, M, 4) (polygon boxes of 8, 16 "
+                         f"or 24 numbers are not supported) and scores {list(scores.shape)} (N, C, M) for the same N and M")
     c = scores.shape[1]
     top_k = int(a.get("nms_top_k", -1))
     k1 = m if top_k < 0 else min(top_k, m)
@@ -752,10 +775,10 @@ def _multiclass_nms3(ins, a):
         counts = jnp.zeros((n,), jnp.int32)
         return (PaddedRows(jnp.zeros((n, 0, 6), scores.dtype), counts),
                 PaddedRows(jnp.zeros((n, 0, 1), jnp.int32), counts), counts)
-    rows, index, counts = jax.vmap(lambda b, s: _nms_one_image(b, s, a, k1, keep_top_k, width))(boxes, scores)
-    index = index + (jnp.arange(n, dtype=jnp.int32) * m)[:, None]
-    index = jnp.where(jnp.arange(width)[None, :] < counts[:, None], index, 0)
-    return PaddedRows(rows, counts), PaddedRows(index[..., None], counts), counts
+    cfg = _Nms(float(a["score_threshold"]), float(a.get("nms_threshold", 0.3)), float(a.get("nms_eta", 1.0)),
+               bool(a.get("normalized", True)), int(a.get("background_label", 0)), k1, keep_top_k, width)
+    rows, index, counts = _nms_batch(boxes, scores, cfg)
+    return PaddedRows(rows, counts), PaddedRows(index, counts), counts
 
 
 # ---- builtin -----------------------------------------------------------------------------------
