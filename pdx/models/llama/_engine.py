@@ -464,7 +464,12 @@ class LLMEngine:
         bs = self.block_size
         tokens = np.zeros((b, width), np.int32)
         slots = np.full((b, width), -1, np.int32)
-        tables = np.zeros((b, self._max_blocks), np.int32)
+        # the tables are as wide as the longest row needs (a power of two): attention reads only those blocks
+        need = max((len(seq.table.block_ids) for seq, _, _ in entries), default=1)
+        span = 1
+        while span < need:
+            span *= 2
+        tables = np.zeros((b, min(span, self._max_blocks)), np.int32)
         lens = np.zeros(b, np.int32)
         for r, (seq, start, toks) in enumerate(entries):
             n = len(toks)
