@@ -765,7 +765,8 @@ def _multiclass_nms3(ins, a):
     n, m, size = boxes.shape
     if size != 4 or scores.shape[0] != n or scores.shape[2] != m:
         raise ValueError(f"multiclass_nms3: boxes {list(boxes.shape)} must be (N, M, 4) (polygon boxes of 8, 16 "
-                         f"or 24 numbers are not supported) and scores {list(scores.shape)} (N, C, M) for the same N and M")
+                         f"or 24 numbers are not supported) and scores {list(scores.shape)} (N, C, M) for the same "
+                         "N and M")
     c = scores.shape[1]
     top_k = int(a.get("nms_top_k", -1))
     k1 = m if top_k < 0 else min(top_k, m)
