@@ -627,11 +627,6 @@ class PaddedRows(NamedTuple):
         return np.concatenate([rows[i, :int(k)] for i, k in enumerate(counts)] or [rows[:0, 0]], axis=0)
 
 
-def _sigmoid32(x):
-    """Paddle's CPU sigmoid, 1 / (1 + exp(-x)), in the input's precision."""
-    return 1.0 / (1.0 + jnp.exp(-x))
-
-
 def _yolo_box(ins, a):
     """pd_op.yolo_box: YOLOv3 head (N, A*(5+C) [+A IoU channels first], H, W) -> boxes (N, A*H*W, 4), scores
     (N, A*H*W, C), with Paddle's CPU arithmetic; a box whose confidence is below conf_thresh is all zeros."""
@@ -643,35 +638,11 @@ def _yolo_box(ins, a):
     if len(anchors) % 2 or c != an * (5 + classes + int(iou_aware)):
         raise ValueError(f"yolo_box: the input has {c} channels; anchors={anchors} (pairs) and class_num={classes} "
                          f"need {an} * (5 + {classes}{' + 1 IoU' if iou_aware else ''}) channels")
-    scale = np.float32(a.get("scale_x_y", 1.0))
-    bias = np.float32(-0.5 * (float(scale) - 1.0))
-    if iou_aware:  # the A IoU channels come first
-        iou, x = _sigmoid32(x[:, :an]), x[:, an:]
-    p = x.reshape(n, an, 5 + classes, h, w)
-    conf = _sigmoid32(p[:, :, 4])
-    if iou_aware:
-        f = float(a.get("iou_aware_factor", 0.5))
-        conf = jnp.power(conf, np.float32(1.0 - f)) * jnp.power(iou, np.float32(f))
-    keep = conf >= np.float32(a["conf_thresh"])  # (N, A, H, W)
-    img_h = img_size[:, 0].astype(x.dtype).reshape(n, 1, 1, 1)
-    img_w = img_size[:, 1].astype(x.dtype).reshape(n, 1, 1, 1)
-    ds = int(a["downsample_ratio"])
-    grid_x = jnp.arange(w, dtype=x.dtype).reshape(1, 1, 1, w)
-    grid_y = jnp.arange(h, dtype=x.dtype).reshape(1, 1, h, 1)
-    anchor_w = jnp.asarray(anchors[0::2], x.dtype).reshape(1, an, 1, 1)
-    anchor_h = jnp.asarray(anchors[1::2], x.dtype).reshape(1, an, 1, 1)
-    cx = (grid_x + _sigmoid32(p[:, :, 0]) * scale + bias) * img_w / np.float32(w)
-    cy = (grid_y + _sigmoid32(p[:, :, 1]) * scale + bias) * img_h / np.float32(h)
-    bw = jnp.exp(p[:, :, 2]) * anchor_w * img_w / np.float32(ds * w)
-    bh = jnp.exp(p[:, :, 3]) * anchor_h * img_h / np.float32(ds * h)
-    x1, y1, x2, y2 = cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2
-    if a.get("clip_bbox", True):
-        x1, y1 = jnp.where(x1 > 0, x1, 0), jnp.where(y1 > 0, y1, 0)
-        x2, y2 = jnp.where(x2 < img_w - 1, x2, img_w - 1), jnp.where(y2 < img_h - 1, y2, img_h - 1)
-    boxes = jnp.where(keep[..., None], jnp.stack([x1, y1, x2, y2], axis=-1), 0)  # (N, A, H, W, 4)
-    scores = jnp.where(keep[:, :, None], conf[:, :, None] * _sigmoid32(p[:, :, 5:]), 0)  # (N, A, C, H, W)
-    scores = jnp.transpose(scores, (0, 1, 3, 4, 2))
-    return boxes.reshape(n, an * h * w, 4), scores.reshape(n, an * h * w, classes)
+    from pdx.vision.ops import yolo_box  # one implementation of Paddle's arithmetic
+
+    return yolo_box(x, img_size, anchors, classes, float(a["conf_thresh"]), int(a["downsample_ratio"]),
+                    bool(a.get("clip_bbox", True)), scale_x_y=float(a.get("scale_x_y", 1.0)), iou_aware=iou_aware,
+                    iou_aware_factor=float(a.get("iou_aware_factor", 0.5)))
 
 
 def _pairwise_iou(b, normalized):

@@ -8,6 +8,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pdx.vision.ops._common import float_array
 
@@ -208,34 +209,41 @@ def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, cli
                      bool(clip_bbox), float(scale_x_y), bool(iou_aware), float(iou_aware_factor))
 
 
+def _sigmoid(x):
+    """Paddle's CPU sigmoid, 1 / (1 + exp(-x)), in the input's precision (jax.nn.sigmoid rounds differently)."""
+    return 1.0 / (1.0 + jnp.exp(-x))
+
+
 @functools.partial(jax.jit, static_argnums=tuple(range(2, 10)))
 def _yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, clip_bbox, scale_x_y, iou_aware,
               iou_aware_factor):
+    """Paddle's CPU arithmetic, operation for operation (also what pdx.inference runs for pd_op.yolo_box)."""
     a = len(anchors) // 2
     n, _, h, w = x.shape
-    if iou_aware:
-        iou, x = x[:, :a], x[:, a:]
+    if iou_aware:  # the A IoU channels come first
+        iou, x = _sigmoid(x[:, :a]), x[:, a:]
     p = x.reshape(n, a, 5 + class_num, h, w)
-    img = jnp.asarray(img_size).astype(x.dtype)
-    img_h, img_w = img[:, 0][:, None, None, None], img[:, 1][:, None, None, None]
-    bias = -0.5 * (scale_x_y - 1.0)
-    gx = jnp.arange(w, dtype=x.dtype)[None, None, None, :]
-    gy = jnp.arange(h, dtype=x.dtype)[None, None, :, None]
-    anc = jnp.asarray(anchors, x.dtype).reshape(a, 2)
-    cx = (gx + jax.nn.sigmoid(p[:, :, 0]) * scale_x_y + bias) * img_w / w
-    cy = (gy + jax.nn.sigmoid(p[:, :, 1]) * scale_x_y + bias) * img_h / h
-    bw = jnp.exp(p[:, :, 2]) * anc[None, :, 0, None, None] * img_w / (downsample_ratio * w)
-    bh = jnp.exp(p[:, :, 3]) * anc[None, :, 1, None, None] * img_h / (downsample_ratio * h)
-    conf = jax.nn.sigmoid(p[:, :, 4])
+    scale = np.float32(scale_x_y)
+    bias = np.float32(-0.5 * (scale_x_y - 1.0))
+    conf = _sigmoid(p[:, :, 4])
     if iou_aware:
-        conf = conf ** (1.0 - iou_aware_factor) * jax.nn.sigmoid(iou) ** iou_aware_factor
+        conf = jnp.power(conf, np.float32(1.0 - iou_aware_factor)) * jnp.power(iou, np.float32(iou_aware_factor))
+    keep = conf >= np.float32(conf_thresh)  # (N, A, H, W)
+    img = jnp.asarray(img_size).astype(x.dtype)
+    img_h, img_w = img[:, 0].reshape(n, 1, 1, 1), img[:, 1].reshape(n, 1, 1, 1)
+    gx = jnp.arange(w, dtype=x.dtype).reshape(1, 1, 1, w)
+    gy = jnp.arange(h, dtype=x.dtype).reshape(1, 1, h, 1)
+    anchor_w = jnp.asarray(anchors[0::2], x.dtype).reshape(1, a, 1, 1)
+    anchor_h = jnp.asarray(anchors[1::2], x.dtype).reshape(1, a, 1, 1)
+    cx = (gx + _sigmoid(p[:, :, 0]) * scale + bias) * img_w / np.float32(w)
+    cy = (gy + _sigmoid(p[:, :, 1]) * scale + bias) * img_h / np.float32(h)
+    bw = jnp.exp(p[:, :, 2]) * anchor_w * img_w / np.float32(downsample_ratio * w)
+    bh = jnp.exp(p[:, :, 3]) * anchor_h * img_h / np.float32(downsample_ratio * h)
     x1, y1, x2, y2 = cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2
     if clip_bbox:
-        x1, y1 = jnp.maximum(x1, 0.0), jnp.maximum(y1, 0.0)
-        x2, y2 = jnp.minimum(x2, img_w - 1), jnp.minimum(y2, img_h - 1)
-    keep = conf >= conf_thresh
-    boxes = jnp.where(keep[..., None], jnp.stack([x1, y1, x2, y2], -1), 0.0).reshape(n, a * h * w, 4)
-    scores = conf[:, :, None] * jax.nn.sigmoid(p[:, :, 5:])  # [N, A, cls, H, W]
-    scores = jnp.where(keep[:, :, None], scores, 0.0)
+        x1, y1 = jnp.where(x1 > 0, x1, 0), jnp.where(y1 > 0, y1, 0)
+        x2, y2 = jnp.where(x2 < img_w - 1, x2, img_w - 1), jnp.where(y2 < img_h - 1, y2, img_h - 1)
+    boxes = jnp.where(keep[..., None], jnp.stack([x1, y1, x2, y2], axis=-1), 0).reshape(n, a * h * w, 4)
+    scores = jnp.where(keep[:, :, None], conf[:, :, None] * _sigmoid(p[:, :, 5:]), 0)  # (N, A, C, H, W)
     scores = jnp.moveaxis(scores, 2, -1).reshape(n, a * h * w, class_num)
     return boxes, scores
