@@ -104,6 +104,15 @@ def _distance(state) -> int:
                    "lit": len(extra) if mode == "lit" else 0}.get(mode, 0)
 
 
+def _feed(state, piece, max_depth: int, max_string: int):
+    """The state after a token's string, or None if it breaks the object prefix."""
+    for ch in piece:
+        state = _step(state, ch, max_depth, max_string)
+        if state is None:
+            return None
+    return state
+
+
 class JSONVocab:
     """Each token's decoded string, computed once per tokenizer (special tokens and tokens that decode to nothing
     or to a partial UTF-8 sequence are never allowed)."""
@@ -134,11 +143,7 @@ class JSONVocab:
         for i, piece in enumerate(self.strings):
             if piece is None:
                 continue
-            after = state
-            for ch in piece:
-                after = _step(after, ch, max_depth, max_string)
-                if after is None:
-                    break
+            after = _feed(state, piece, max_depth, max_string)
             if after is not None:
                 out[i] = _distance(after)
         self._reach[key] = out
@@ -155,20 +160,16 @@ class JSONObjectConstraint:
         self.max_depth, self.max_string = max_depth, max_string
         self._ids, self._state = [], ("start", "", 0)
 
-    def _feed(self, state, piece):
-        for ch in piece:
-            state = _step(state, ch, self.max_depth, self.max_string)
-            if state is None:
-                return None
-        return state
-
     def _at(self, ids):
         ids = list(ids)
         if ids[: len(self._ids)] != self._ids:
             self._ids, self._state = [], ("start", "", 0)
         for i in ids[len(self._ids):]:
             piece = self.vocab.strings[i] if 0 <= i < self.vocab.size else None
-            self._state = None if piece is None or self._state is None else self._feed(self._state, piece)
+            if piece is None or self._state is None:
+                self._state = None
+            else:
+                self._state = _feed(self._state, piece, self.max_depth, self.max_string)
         self._ids = ids
         return self._state
 
