@@ -1,0 +1,214 @@
+"""Every paddle.vision.models constructor, saved by paddle with `paddle.jit.save`, run by pdx.inference against
+Paddle Inference on the same files.
+
+Per format (paddle 3.3.1's default PIR JSON, and the legacy ProgramDesc written with FLAGS_enable_pir_api=0) one
+paddle subprocess builds each model (pretrained=False, seed 0), calibrates its batch-norm statistics on one
+train-mode batch (momentum 0, so eval-mode activations stay O(1) and the comparison is not of vanishing numbers),
+saves it with a None batch into a temporary directory and runs `paddle.inference.create_predictor` (CPU, oneDNN
+off) at each batch size. This process then loads the same files with `pdx.inference`, runs the same inputs and
+prints one row per model and format: status (ok / mismatch / untranslated op NAME / error), the largest
+|pdx - paddle| over the outputs and batches relative to max |y|, max |y|, and pdx's load + first-run seconds.
+
+    python benchmarks/paddle_vision_models.py                       # all models, both formats
+    python benchmarks/paddle_vision_models.py --models squeezenet1_1,densenet121 --formats pir
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# image side per model: 64 where the model takes it; AlexNet's and GoogLeNet's classifiers are sized for 224
+# (fixed-size flatten), Inception-v3's stem needs 75
+SIZES = {"alexnet": 224, "googlenet": 224, "inception_v3": 75, "LeNet": 28}
+OK_REL = 1e-4  # |pdx - paddle| <= OK_REL * max(1, max |y|): float32 rounding in deep CNNs is that large
+
+_PADDLE_SCRIPT = r'''
+import json, os, sys, time
+fmt, root, names, batches, default_size = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4], sys.argv[5]
+sizes = json.loads(sys.argv[6])
+batches, default_size = [int(b) for b in batches.split(",")], int(default_size)
+if fmt == "legacy":
+    os.environ["FLAGS_enable_pir_api"] = "0"
+import numpy as np, paddle
+from paddle import inference
+from paddle.static import InputSpec
+paddle.set_device("cpu")
+nn, vision = paddle.nn, paddle.vision.models
+
+
+def calibrate(layer, shape):
+    """Batch-norm statistics from one train-mode batch (momentum 0)."""
+    norms = [m for m in layer.sublayers() if isinstance(m, nn.layer.norm._BatchNormBase)]
+    if not norms:
+        return
+    for m in norms:
+        m._momentum = 0.0
+    layer.train()
+    with paddle.no_grad():
+        layer(paddle.to_tensor(np.random.default_rng(99).standard_normal([16, *shape]).astype("float32")))
+    for m in norms:
+        m._momentum = 0.9
+
+
+for name in names:
+    d = os.path.join(root, name)
+    os.makedirs(d, exist_ok=True)
+    rec = {"name": name}
+    start = time.perf_counter()
+    try:
+        paddle.seed(0)
+        size = sizes.get(name, default_size)
+        shape = [1, size, size] if name == "LeNet" else [3, size, size]
+        layer = getattr(vision, name)()
+        calibrate(layer, shape)
+        layer.eval()
+        paddle.jit.save(layer, f"{d}/model", input_spec=[InputSpec([None, *shape], "float32", "x")])
+        rec["saved_s"] = time.perf_counter() - start
+        prog = f"{d}/model.json" if fmt == "pir" else f"{d}/model.pdmodel"
+        config = inference.Config(prog, f"{d}/model.pdiparams")
+        config.disable_gpu()
+        config.disable_glog_info()
+        config.disable_mkldnn()
+        predictor = inference.create_predictor(config)
+        handle = predictor.get_input_handle(predictor.get_input_names()[0])
+        for batch in batches:
+            x = np.random.default_rng(batch).standard_normal([batch, *shape]).astype("float32")
+            handle.reshape(list(x.shape))
+            handle.copy_from_cpu(x)
+            predictor.run()
+            outs = [predictor.get_output_handle(n).copy_to_cpu() for n in predictor.get_output_names()]
+            np.savez(f"{d}/io{batch}.npz", x=x, **{f"y{i}": y for i, y in enumerate(outs)})
+        rec["ok"] = True
+    except Exception as e:  # recorded: the row says paddle itself failed
+        rec["ok"] = False
+        rec["error"] = f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
+    with open(os.path.join(root, "report.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    print(name, "saved" if rec["ok"] else rec["error"], flush=True)
+'''
+
+
+def all_models() -> list[str]:
+    """The constructors of paddle.vision.models.__all__ (lower-case names), and LeNet (a class only)."""
+    out = subprocess.run([sys.executable, "-c", "import paddle; print(','.join(paddle.vision.models.__all__))"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "GLOG_minloglevel": "3"})
+    names = out.stdout.strip().splitlines()[-1].split(",")
+    return [n for n in names if n[0].islower()] + ["LeNet"]
+
+
+def save_with_paddle(fmt, root, names, batches, size):
+    """Run the paddle subprocess for one format; {name: record}."""
+    os.makedirs(root, exist_ok=True)
+    script = os.path.join(root, "save_models.py")
+    with open(script, "w") as f:
+        f.write(_PADDLE_SCRIPT)
+    env = {**os.environ, "GLOG_minloglevel": "3", "FLAGS_enable_pir_api": "1" if fmt == "pir" else "0"}
+    proc = subprocess.run([sys.executable, script, fmt, root, ",".join(names), ",".join(map(str, batches)),
+                           str(size), json.dumps(SIZES)], env=env, capture_output=True, text=True)
+    records = {}
+    if os.path.exists(os.path.join(root, "report.jsonl")):
+        for line in open(os.path.join(root, "report.jsonl")):
+            rec = json.loads(line)
+            records[rec["name"]] = rec
+    for name in names:  # a model the subprocess died on (a crash, not an exception)
+        records.setdefault(name, {"name": name, "ok": False,
+                                  "error": f"paddle process exited {proc.returncode}: {proc.stderr[-200:]}"})
+    return records
+
+
+def compare(directory, batches):
+    """(status, rel diff, max |y|, seconds) of pdx.inference on one saved model against paddle's outputs."""
+    import jax
+
+    from pdx import inference
+
+    start = time.perf_counter()
+    try:
+        predictor = inference.create_predictor(inference.Config(directory))
+        worst, scale, abs_worst = 0.0, 0.0, 0.0
+        for batch in batches:
+            io = np.load(os.path.join(directory, f"io{batch}.npz"))
+            got = predictor.run([io["x"]])
+            want = [io[f"y{i}"] for i in range(len(io.files) - 1)]
+            if len(got) != len(want):
+                return f"error: {len(got)} outputs, paddle has {len(want)}", None, None, time.perf_counter() - start
+            for g, w in zip(got, want):
+                g = np.asarray(g)
+                if g.shape != w.shape:
+                    return f"error: shape {g.shape} vs paddle {w.shape}", None, None, time.perf_counter() - start
+                size = float(np.abs(w).max())
+                diff = float(np.abs(g - w).max())
+                abs_worst = max(abs_worst, diff / max(1.0, size))
+                worst, scale = max(worst, diff / max(size, 1e-30)), max(scale, size)
+        status = "ok" if abs_worst <= OK_REL and np.isfinite(worst) else "mismatch"
+        return status, worst, scale, time.perf_counter() - start
+    except inference.ModelFormatError as e:
+        msg = str(e)
+        kinds = re.search(r"unsupported kinds: \[([^\]]*)\]", msg)
+        first = re.search(r"is '([^']+)', which pdx cannot translate", msg)
+        if kinds or first:
+            ops = kinds.group(1).replace("'", "") if kinds else first.group(1)
+            return f"untranslated op {ops}", None, None, time.perf_counter() - start
+        return f"error: {msg[:160]}", None, None, time.perf_counter() - start
+    except Exception as e:  # reported in the row
+        return f"error: {type(e).__name__}: {str(e)[:160]}", None, None, time.perf_counter() - start
+    finally:
+        jax.clear_caches()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default="", help="comma-separated names (default: every constructor)")
+    parser.add_argument("--formats", default="pir,legacy", help="pir, legacy or both (comma-separated)")
+    parser.add_argument("--batches", default="1,2", help="batch sizes compared (comma-separated)")
+    parser.add_argument("--size", type=int, default=64, help="image side for the models that take any size")
+    parser.add_argument("--json", default="", help="also write the rows to this JSON file")
+    args = parser.parse_args()
+    known = all_models()
+    names = [n for n in args.models.split(",") if n] or known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"--models: {unknown} are not paddle.vision.models constructors; choose from {known}")
+    formats = [f for f in args.formats.split(",") if f]
+    if not formats or any(f not in ("pir", "legacy") for f in formats):
+        parser.error(f"--formats={args.formats!r}: use pir, legacy or pir,legacy")
+    batches = [int(b) for b in args.batches.split(",")]
+    rows = []
+    print(f"{'model':<22} {'format':<7} {'size':>4} {'status':<34} {'max diff / max|y|':>17} {'max|y|':>9} "
+          f"{'pdx s':>6}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="paddle_vision_") as tmp:
+        for fmt in formats:
+            root = os.path.join(tmp, fmt)
+            records = save_with_paddle(fmt, root, names, batches, args.size)
+            for name in names:
+                rec, d = records[name], os.path.join(root, name)
+                if rec["ok"]:
+                    status, rel, scale, secs = compare(d, batches)
+                else:
+                    status, rel, scale, secs = f"paddle failed: {rec['error'][:120]}", None, None, 0.0
+                rows.append({"model": name, "format": fmt, "status": status, "rel_diff": rel, "max_abs_y": scale,
+                             "pdx_s": round(secs, 1), "size": SIZES.get(name, args.size)})
+                print(f"{name:<22} {fmt:<7} {SIZES.get(name, args.size):>4} {status:<34} "
+                      f"{'' if rel is None else f'{rel:.1e}':>17} {'' if scale is None else f'{scale:.3g}':>9} "
+                      f"{secs:>6.1f}", flush=True)
+                shutil.rmtree(d, ignore_errors=True)
+    for fmt in formats:
+        ok = sum(r["status"] == "ok" for r in rows if r["format"] == fmt)
+        print(f"{fmt}: {ok} / {len(names)} ok")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
