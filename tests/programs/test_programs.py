@@ -47,8 +47,21 @@ SPECS = {
     "linalg": {"rtol": 2e-4, "atol": 1e-4},
     "fft": {"rtol": 1e-4, "atol": 1e-4},
     "to_static": {"rtol": 1e-4, "atol": 1e-5},
+    # Adam (beta1 0.5) on two players for 40 steps: the losses agree to 1e-7 at the start and drift
+    # smoothly to 1.4e-6; the generator's outputs, which Adam moves by sign-like steps, to ~3e-4
+    "gan": {"rtol": 2e-3, "atol": 1e-3, "max_changed": 7},
+    # Adam steps for 25 episodes: a rarely visited state's probability drifts to ~2e-4
+    "policy_gradient": {"rtol": 1e-3, "atol": 5e-4},
+    # 40 Adam steps through a bidirectional GRU: the CTC losses drift smoothly from 0 to 1e-5
+    "ctc_ocr": {"rtol": 1e-3, "atol": 1e-3},
 }
-XFAIL = {}  # name -> reason: programs expected to fail under pdx until it is fixed
+BN_STATS = ("Paddle's BatchNorm running statistics `_mean` / `_variance` are (non-trainable) parameters, listed by "
+            "named_parameters() / parameters(); pdx keeps them as Buffers, so a loop over named_parameters() "
+            "that sets every parameter draws different values (and writes Paddle's statistics)")
+XFAIL = {  # name -> reason: programs expected to fail under pdx until it is fixed
+    "pointnet": BN_STATS,
+    "fcn_segmentation": BN_STATS,
+}
 
 
 # The allowed differences between a paddle_*.py and its pdx_*.py, each with the
@@ -65,6 +78,9 @@ RULES = [
     ("README 1: opt.step(grads)", re.compile(r"^(\s*)([\w.]+)\.step\(grads\)$"),
      lambda m: f"{m.group(1)}{m.group(2)}.step()"),
     ("README 3: 32-bit default integers", re.compile(r"^.*int32.*$"), lambda m: m.group(0).replace("int32", "int64")),
+    ("README 2: x.std() / x.var() default to ddof=0 (pass unbiased=True)",
+     re.compile(r"^.*\.(std|var)\(.*unbiased=True.*$"),
+     lambda m: m.group(0).replace(", unbiased=True", "").replace("unbiased=True, ", "").replace("unbiased=True", "")),
     ("README 4: explicit key= under jit", re.compile(r"^.*, key=[\w.\[\]()]+.*$"),
      lambda m: re.sub(r", key=[\w.\[\]()]+", "", m.group(0))),
     ("pdx/vision/transforms/README.md: ToTensor returns a numpy array",
@@ -196,6 +212,12 @@ def test_diff_checker_rejects_other_changes():
     for bad in [ok.replace("ones([2])", "ones([3])"), ok.replace("(m, x)", "(m, y)"), src]:
         with pytest.raises(AssertionError):
             _check_diff(src, bad)
+    std_src = "import paddle\ns = x.std(axis=0)\n"
+    assert "README 2: x.std() / x.var() default to ddof=0 (pass unbiased=True)" in _check_diff(
+        std_src, "import pdx as paddle\ns = x.std(axis=0, unbiased=True)\n")
+    for bad in ["s = x.std(axis=1, unbiased=True)", "s = x.std(axis=0, unbiased=False)"]:
+        with pytest.raises(AssertionError):
+            _check_diff(std_src, f"import pdx as paddle\n{bad}\n")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n]))
