@@ -417,9 +417,14 @@ class Model:
             names += list(n) if isinstance(n, (list, tuple)) else [n]
         return names
 
-    def _train_epoch(self, loader, cbks, epoch, k, updates, num_iters):
+    def _reset_metrics(self):
+        # Paddle resets the metrics when a loop ends, not when it starts: what
+        # train_batch / eval_batch accumulated before fit or evaluate counts in
+        # that loop's first values, and every loop leaves them empty.
         for m in self._metrics:
             m.reset()
+
+    def _train_epoch(self, loader, cbks, epoch, k, updates, num_iters):
         logs, group, step, skipped = {}, [], -1, 0
 
         def update(step):
@@ -444,11 +449,10 @@ class Model:
                 break
         if group:  # a last, shorter accumulation group
             logs, updates = update(step), updates + 1
+        self._reset_metrics()
         return logs, updates
 
     def _evaluate(self, loader, cbks, num_iters=None):
-        for m in self._metrics:
-            m.reset()
         cbks.on_eval_begin()
         total, count = 0.0, 0
         logs = {}
@@ -464,6 +468,7 @@ class Model:
             cbks.on_eval_batch_end(step, {"step": step + 1, **logs})
             if num_iters is not None and step + 1 >= num_iters:
                 break
+        self._reset_metrics()
         if self._loss is not None and count:
             logs = {"loss": [total / count], **logs}
         logs["samples"] = count
