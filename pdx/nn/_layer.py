@@ -252,6 +252,17 @@ class Layer(nnx.Module):
             value = nnx.data(value)
         super().__setattr__(name, value)
 
+    def __deepcopy__(self, memo=None) -> "Layer":
+        """`copy.deepcopy(layer)`: an independent copy in the same attribute order.
+
+        nnx's copy recreates attributes sorted by name; Paddle code that pairs
+        `model.parameters()` with a copy's (an EMA or a target network) needs
+        definition order.
+        """
+        clone = super().__deepcopy__(memo)
+        restore_attribute_order(self, clone)
+        return clone
+
     # -- calling ---------------------------------------------------------------
     def __call__(self, *inputs, **kwargs):
         if self._forward_pre_hooks or self._forward_post_hooks:

@@ -54,6 +54,8 @@ SPECS = {
     "policy_gradient": {"rtol": 1e-3, "atol": 5e-4},
     # 40 Adam steps through a bidirectional GRU: the CTC losses drift smoothly from 0 to 1e-5
     "ctc_ocr": {"rtol": 1e-3, "atol": 1e-3},
+    # 32 Adam steps on a likelihood near zero: the losses drift smoothly to 1.6e-5
+    "mixture_density": {"rtol": 1e-3, "atol": 1e-4},
 }
 BN_STATS = ("Paddle's BatchNorm running statistics `_mean` / `_variance` are (non-trainable) parameters, listed by "
             "named_parameters() / parameters(); pdx keeps them as Buffers, so a loop over named_parameters() "
