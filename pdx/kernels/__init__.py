@@ -35,8 +35,10 @@ from pdx.kernels._flash_attention import flash_attention_reference
 from pdx.kernels._flash_attention import flash_attention_unfit
 from pdx.kernels._norms import LAYER_NORM
 from pdx.kernels._paged_attention import PAGED_ATTENTION
+from pdx.kernels._paged_attention import PAGED_ATTENTION_WITH_NEW
 from pdx.kernels._paged_attention import paged_attention
 from pdx.kernels._paged_attention import paged_attention_reference
+from pdx.kernels._paged_attention import paged_attention_with_new
 from pdx.kernels._paged_attention import write_kv_pages
 from pdx.kernels import onednn
 from pdx.kernels.onednn import CONV2D_NHWC
@@ -61,7 +63,7 @@ onednn.prepare()
 # Every op's registry, by name.
 OPS = types.MappingProxyType({op.name: op for op in (CONV2D_NHWC, FLASH_ATTENTION, LAYER_NORM,
                                                      LINEAR_SOFTMAX_CROSS_ENTROPY, MATMUL, PAGED_ATTENTION,
-                                                     RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
+                                                     PAGED_ATTENTION_WITH_NEW, RMS_NORM, SOFTMAX_CROSS_ENTROPY)})
 del types
 
 __all__ = [
@@ -86,6 +88,7 @@ __all__ = [
     "onednn",
     "paged_attention",
     "paged_attention_reference",
+    "paged_attention_with_new",
     "layer_norm",
     "layer_norm_reference",
     "linear_softmax_cross_entropy",

@@ -40,7 +40,7 @@ from jax.experimental.pallas import triton as plgpu
 from pdx.kernels import _dispatch
 
 __all__ = ["PagedAttentionBlockSizes", "paged_attention", "paged_attention_reference", "paged_attention_unfit",
-           "write_kv_pages"]
+           "paged_attention_with_new", "write_kv_pages"]
 
 # Finite so that fully masked rows stay NaN-free (as in _flash_attention.py).
 MASK = -0.7 * float(jnp.finfo(jnp.float32).max)
@@ -148,13 +148,22 @@ def paged_attention_reference(q, k_pages, v_pages, block_tables, context_lens, *
       >>> out.shape
       (1, 1, 2, 8)
     """
+    k, v = _gather_rows(k_pages, block_tables), _gather_rows(v_pages, block_tables)
+    return _dense_attention(q, k, v, context_lens, scale, sliding_window)
+
+
+def _gather_rows(pages, block_tables):
+    """[B, max_blocks * block_size, Hk, D]: each row's blocks, in order, as one dense sequence."""
+    b, w = block_tables.shape
+    return pages[block_tables].reshape(b, w * pages.shape[1], *pages.shape[2:])
+
+
+def _dense_attention(q, k, v, context_lens, scale, sliding_window):
+    """Masked attention of q [B, T, Hq, D] over dense rows k, v [B, S, Hk, D] holding positions 0..S-1."""
     b, t, hq, d = q.shape
-    _, bs, hk, _ = k_pages.shape
+    s, hk = k.shape[1], k.shape[2]
     g = hq // hk
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    s = block_tables.shape[1] * bs
-    k = k_pages[block_tables].reshape(b, s, hk, d)  # (B, S, Hk, D)
-    v = v_pages[block_tables].reshape(b, s, hk, d)
     qg = q.reshape(b, t, hk, g, d)
     logits = jnp.einsum("bthgd,bshd->bhgts", qg, k, preferred_element_type=jnp.float32,
                         precision=lax.Precision.HIGHEST) * scale
@@ -360,3 +369,77 @@ def paged_attention(q, k_pages, v_pages, block_tables, context_lens, *, scale=No
     return PAGED_ATTENTION(impl, q, k_pages, v_pages, block_tables.astype(jnp.int32),
                            context_lens.astype(jnp.int32), scale=scale, sliding_window=sliding_window,
                            block_sizes=block_sizes)
+
+
+# ----------------------------------------------------------------------------- new tokens beside read-only pages
+
+def _with_new_xla(q, k, v, k_pages, v_pages, block_tables, context_lens, valid, *, scale, sliding_window,
+                  block_sizes):
+    """Each row's blocks gathered once into a dense sequence, the new tokens placed at their positions."""
+    del block_sizes
+    keys, values = _gather_rows(k_pages, block_tables), _gather_rows(v_pages, block_tables)
+    pos = jnp.where(valid, query_positions(context_lens, q.shape[1]), keys.shape[1])   # padding: dropped
+    rows = jnp.arange(q.shape[0], dtype=jnp.int32)[:, None]
+    keys = keys.at[rows, pos].set(k.astype(keys.dtype), mode="drop")
+    values = values.at[rows, pos].set(v.astype(values.dtype), mode="drop")
+    return _dense_attention(q, keys, values, context_lens, scale, sliding_window)
+
+
+def _with_new_pallas(q, k, v, k_pages, v_pages, block_tables, context_lens, valid, *, scale, sliding_window,
+                     block_sizes):
+    """Each row's blocks gathered into a small pool of its own, the new tokens written there, then the kernel."""
+    b, w = block_tables.shape
+    bs = k_pages.shape[1]
+    local = lambda p: p[block_tables].reshape(b * w, *p.shape[1:])  # noqa: E731 - row r's blocks
+    tables = jnp.arange(b, dtype=jnp.int32)[:, None] * w + jnp.arange(w, dtype=jnp.int32)
+    slots = jnp.where(valid, tables[:, :1] * bs + query_positions(context_lens, q.shape[1]), -1)
+    kp, vp = write_kv_pages(local(k_pages), local(v_pages), k, v, slots)
+    return _paged_pallas(q, kp, vp, tables, context_lens, scale=scale, sliding_window=sliding_window,
+                         block_sizes=block_sizes)
+
+
+PAGED_ATTENTION_WITH_NEW = _dispatch.Op("paged_attention_with_new", {"pallas": _with_new_pallas,
+                                                                     "xla": _with_new_xla})
+
+
+def paged_attention_with_new(q, k, v, k_pages, v_pages, block_tables, context_lens, valid, *, scale=None,
+                             sliding_window=None, impl=None, block_sizes=None):
+    """`paged_attention` with the newest T tokens' keys/values passed beside pages that are only read.
+
+    The same attention as `write_kv_pages` followed by `paged_attention`, but
+    the pages are not updated: a serving step can read the pool in one
+    compiled call and write the new keys/values in another, donated, in
+    place (a program that both reads and updates a large buffer copies it).
+
+    Args:
+      q, k, v: [B, T, num_heads_q | num_kv_heads, head_dim]: the T newest
+        tokens of each row, at positions `context_lens - T + t`.
+      k_pages, v_pages, block_tables, context_lens: as `paged_attention`
+        (the pages hold every earlier key, not these T).
+      valid: [B, T] bool; False marks a padded token, whose key is not seen
+        (the pages' content at that position is).
+      scale, sliding_window, impl, block_sizes: as `paged_attention` ("xla":
+        each row's blocks gathered once into a dense sequence; "pallas": into
+        a small pool of its own for the kernel).
+
+    Example:
+      >>> kp = jnp.ones((4, 16, 2, 64)); q = jnp.ones((3, 1, 8, 64)); k = jnp.ones((3, 1, 2, 64))
+      >>> tables = jnp.array([[1, 2], [3, 0], [0, 0]]); lens = jnp.array([20, 5, 1])
+      >>> paged_attention_with_new(q, k, k, kp, kp, tables, lens, jnp.ones((3, 1), bool)).shape
+      (3, 1, 8, 64)
+    """
+    q, k, v = jnp.asarray(q), jnp.asarray(k), jnp.asarray(v)
+    k_pages, v_pages = jnp.asarray(k_pages), jnp.asarray(v_pages)
+    block_tables, context_lens, valid = jnp.asarray(block_tables), jnp.asarray(context_lens), jnp.asarray(valid)
+    _validate(q, k_pages, v_pages, block_tables, context_lens, sliding_window)
+    if k.ndim != 4 or v.shape != k.shape or k.shape[:2] != q.shape[:2] or k.shape[2:] != k_pages.shape[2:]:
+        raise _err(f"k and v must be [B, T, num_kv_heads, head_dim] = {q.shape[:2] + k_pages.shape[2:]} (q's rows "
+                   f"and tokens, the pages' heads); got {k.shape=} and {v.shape=}")
+    if valid.shape != q.shape[:2] or valid.dtype != jnp.bool_:
+        raise _err(f"valid must be a bool [B, T] = {q.shape[:2]} array (False: a padded token); got shape "
+                   f"{valid.shape} dtype {valid.dtype}")
+    impl = {None: "auto", "reference": "xla"}.get(impl, impl)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    return PAGED_ATTENTION_WITH_NEW(impl, q, k, v, k_pages, v_pages, block_tables.astype(jnp.int32),
+                                    context_lens.astype(jnp.int32), valid, scale=scale,
+                                    sliding_window=sliding_window, block_sizes=block_sizes)

@@ -215,3 +215,53 @@ def test_kernel_lowers_for_gpu(monkeypatch, dtype, d, bs, t, hq, window):
     text = jax.jit(fn).trace(S((3, t, hq, d), dtype), pages, pages, S((3, 5), jnp.int32),
                              S((3,), jnp.int32)).lower(lowering_platforms=("cuda",)).as_text()
     assert text.count("__gpu$xla.gpu.triton") == 1
+
+
+# ----------------------------------------------------------------------------- new tokens beside read-only pages
+
+# (lens, T, hq, hk, window, new tokens per row): decode; a chunk with a padded row; rows whose
+# first T - m tokens are padding at positions the pages hold (a prefix-cache hit), with a window.
+WITH_NEW = [
+    ([37, 5, 16, 17], 1, 4, 2, None, [1, 1, 1, 1]),
+    ([50, 3, 33], 5, 6, 2, None, [5, 3, 5]),
+    ([40, 21, 9], 6, 4, 1, 7, [2, 6, 4]),
+]
+
+
+@pytest.mark.parametrize("impl", ["xla", "onednn", "pallas"])
+def test_with_new_tokens_equals_dense_attention_over_all_tokens(impl):
+    """The new tokens come from k/v (their slots in the pages hold garbage), padding's keys are
+    never seen (the pages' are), and every implementation equals dense numpy attention."""
+    if impl == "onednn":
+        assert K.onednn.unavailable_reason() is None, K.onednn.unavailable_reason()
+    for lens, t, hq, hk, window, fresh in WITH_NEW:
+        rng = np.random.default_rng(sum(lens) + t)
+        q, kp, vp, tables, lens_a, keys, values = paged_batch(rng, lens, t, hq, max_blocks=4, bs=KBS, hk=hk)
+        b = len(lens)
+        k_new = np.full((b, t, hk, D), 9.0, np.float32)  # padding's keys: garbage that must stay unseen
+        v_new = np.full((b, t, hk, D), -9.0, np.float32)
+        valid = np.zeros((b, t), bool)
+        erase = np.full((b, t), -1, np.int32)
+        for r, (n, m) in enumerate(zip(lens, fresh)):
+            m = min(m, n)
+            k_new[r, t - m:], v_new[r, t - m:] = keys[r][n - m:], values[r][n - m:]
+            valid[r, t - m:] = True
+            pos = np.arange(n - m, n)
+            erase[r, t - m:] = tables[r, pos // KBS] * KBS + pos % KBS
+        junk = np.full((b, t, hk, D), 5.0, np.float32)
+        kp, vp = K.write_kv_pages(kp, vp, junk, junk, erase)  # the pages no longer hold the new tokens
+        got = K.paged_attention_with_new(q, k_new, v_new, kp, vp, tables, lens_a, valid, scale=0.3,
+                                         sliding_window=window, impl=impl)
+        want = dense_numpy(q, keys, values, lens_a, scale=0.3, window=window)
+        np.testing.assert_allclose(np.asarray(got), want, atol=2e-5, rtol=2e-5, err_msg=f"{impl} {lens} t={t}")
+
+
+def test_with_new_bad_arguments_name_the_fix():
+    q = jnp.zeros((2, 3, 4, D))
+    pages = jnp.zeros((NUM_BLOCKS, BS, HK, D))
+    k = jnp.zeros((2, 3, HK, D))
+    args = (pages, pages, jnp.zeros((2, 3), jnp.int32), jnp.ones((2,), jnp.int32))
+    with pytest.raises(ValueError, match=r"valid must be a bool \[B, T\] = \(2, 3\)"):
+        K.paged_attention_with_new(q, k, k, *args, jnp.ones((2, 3), jnp.int32))
+    with pytest.raises(ValueError, match="k and v must be"):
+        K.paged_attention_with_new(q, k[:, :1], k[:, :1], *args, jnp.ones((2, 3), bool))

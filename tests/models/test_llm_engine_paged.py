@@ -261,3 +261,56 @@ def test_sampling_params_and_engine_arguments_are_checked(engine, model, tok):
         engine.submit([1, 2], SamplingParams(stop_token_ids=(320,)), lambda *a: None)
     with pytest.raises(ValueError, match="num_blocks must be an int >= 16"):
         LLMEngine(model, tok, max_len=128, block_size=8, num_blocks=3)
+
+
+ONE_DEVICE_CROWD = r"""
+import json, sys, threading
+import jax, jax.numpy as jnp, numpy as np
+sys.path.insert(0, {tests!r})
+from pdx import text
+from pdx.kernels.onednn import _paged_attention as cpu
+from pdx.models.llama import LlamaConfig, LlamaForCausalLM, LLMEngine, SamplingParams
+import test_llm_engine_paged as t
+
+traced = []
+kernel = cpu.paged_attention
+cpu.paged_attention = lambda *a, **k: traced.append(a[0].shape) or kernel(*a, **k)
+tok = text.train_bpe(text.bundled_corpus()[:40], vocab_size=320)
+model = LlamaForCausalLM(LlamaConfig.from_preset("tiny", vocab_size=320, max_position_embeddings=t.MAX_LEN), rngs=0)
+model.eval()
+run = jax.jit(lambda ids: model(ids)[0])
+def forward(ids):
+    padded = np.zeros((1, t.WIDTH), np.int32); padded[0, :len(ids)] = ids
+    return np.asarray(run(jnp.asarray(padded))[len(ids) - 1], np.float32)
+eng = LLMEngine(model, tok, max_slots=8, max_len=t.MAX_LEN, block_size=16, num_blocks=40, max_prefill_tokens=32)
+prompts = t.corpus_prompts(tok, 20)
+params = [SamplingParams(max_tokens=3 + i % 9, temperature=0) for i in range(len(prompts))]
+requests, _ = t.run_all(eng, prompts, params)
+same = [r.tokens == t.greedy_reference(forward, p, sp.max_tokens, tok.eos_token_id)
+        for p, sp, r in zip(prompts, params, requests)]
+eng.close()
+print(json.dumps({{"devices": jax.device_count(), "same": same, "traced": [list(s) for s in traced],
+                  "preempted": eng.stats["preemptions"], "cached": eng.stats["prefix_cached_tokens"]}}))
+"""
+
+
+def test_one_device_engine_decodes_on_the_cpu_paged_kernel_and_equals_full_forward_greedy(tmp_path):
+    """In a one-device process "auto" runs decode steps on the CPU paged-attention kernel (longer
+    prefill chunks on XLA); a crowd with preemption and prefix hits still equals the full forward."""
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=1", JAX_PLATFORMS="cpu")
+    script = ONE_DEVICE_CROWD.format(tests=str(pathlib.Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["devices"] == 1
+    assert all(got["same"]), got["same"]
+    widths = {shape[1] for shape in got["traced"]}
+    assert 1 in widths and max(widths) <= 8, got["traced"]   # decode on the kernel, prefill chunks not
+    assert got["cached"] > 0, got

@@ -1,11 +1,11 @@
-"""pdx.kernels.onednn: the optional CPU backend — oneDNN convolutions, matmuls, attention and LayerNorm.
+"""pdx.kernels.onednn: the optional CPU backend — oneDNN convolutions, matmuls, attention, paged attention, LayerNorm.
 
 One shared library of XLA FFI handlers (`csrc/`), built outside tracing
 (`_build.py`: on first import of `pdx.kernels`, or ahead of time with
 `pdx kernels build`), and the JAX primitives that call it: convolutions and
-matmuls (`_conv_matmul.py`), attention (`_attention.py`), LayerNorm
-(`_norm.py`), and the inference calls of exported programs with kept weights
-(`_inference.py`). Importing the package registers each as the "onednn"
+matmuls (`_conv_matmul.py`), attention (`_attention.py`), paged attention
+(`_paged_attention.py`), LayerNorm (`_norm.py`), and the inference calls of
+exported programs with kept weights (`_inference.py`). Importing the package registers each as the "onednn"
 implementation of a backend-neutral dispatch op in `pdx.kernels`
 (`register_impl`, once, when `pdx.kernels` imports this package); the layers
 reach them through those ops and name no backend.
@@ -18,7 +18,7 @@ Example:
   True
 """
 
-from pdx.kernels.onednn import _attention, _norm  # noqa: F401  (importing them registers their "onednn")
+from pdx.kernels.onednn import _attention, _norm, _paged_attention  # noqa: F401  (importing them registers their "onednn")
 from pdx.kernels.onednn._build import ABI
 from pdx.kernels.onednn._build import TARGETS
 from pdx.kernels.onednn._build import available

@@ -1,7 +1,7 @@
 """Building and loading the oneDNN handlers: one shared library, compiled outside any trace.
 
-`csrc/*.cc` (FFI handlers: convolutions, matmuls, attention, LayerNorm, max
-pool; shared header `csrc/onednn.h`) is compiled with the system C++ compiler
+`csrc/*.cc` (FFI handlers: convolutions, matmuls, attention, paged attention,
+LayerNorm, max pool; shared header `csrc/onednn.h`) is compiled with the system C++ compiler
 against the headers and library of the `onednn-cpu-gomp` /
 `onednn-devel-cpu-gomp` wheels into one library in a cache directory keyed by
 the sources and the versions (`~/.cache/pdx/onednn/<key>/`, or
@@ -51,14 +51,16 @@ __all__ = ["ABI", "TARGETS", "available", "bf16_capable", "build", "float_dtypes
            "unavailable_reason"]
 
 _CSRC = Path(__file__).parent / "csrc"
-_SOURCES = (_CSRC / "conv_matmul.cc", _CSRC / "attention.cc", _CSRC / "norm.cc")  # one library; each includes
+_SOURCES = (_CSRC / "conv_matmul.cc", _CSRC / "attention.cc", _CSRC / "norm.cc",  # one library; each includes
+            _CSRC / "paged_attention.cc")
 _HEADER = _CSRC / "onednn.h"  # the shared header
 _TARGETS = {"pdx_onednn_conv_forward": "PdxConvForward", "pdx_onednn_conv_backward_data": "PdxConvBackwardData",
             "pdx_onednn_conv_backward_weights": "PdxConvBackwardWeights", "pdx_onednn_conv_inference": "PdxConvInference",
             "pdx_onednn_matmul": "PdxMatmul", "pdx_onednn_max_pool": "PdxMaxPool",
             "pdx_onednn_matmul_inference": "PdxMatmulInference", "pdx_onednn_attention_forward": "PdxAttentionForward",
             "pdx_onednn_attention_backward": "PdxAttentionBackward", "pdx_onednn_layer_norm_forward": "PdxLayerNormForward",
-            "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward"}
+            "pdx_onednn_layer_norm_backward": "PdxLayerNormBackward",
+            "pdx_onednn_paged_attention": "PdxPagedAttention"}
 TARGETS = tuple(_TARGETS)  # the custom-call targets a program traced with these kernels may hold
 
 # A binding line: part of a Bind() chain or a handler definition. A change in what

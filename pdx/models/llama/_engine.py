@@ -205,10 +205,10 @@ class _Paged:
 
 
 def _bucket(n: int, low: int = 1) -> int:
-    """The power of 4 (at least `low`) that holds n: few shapes, so few compiles."""
+    """The power of 2 (at least `low`) that holds n: few shapes (few compiles), at most 2x padding."""
     size = low
     while size < n:
-        size *= 4
+        size *= 2
     return size
 
 

@@ -128,31 +128,24 @@ class LlamaAttention(Layer):
         with slot -1); see `pdx.kernels.paged_attention` for the layout.
         Returns (output, the updated pages).
 
-        With `gather`, the pool is only read: each row's blocks are gathered
-        into a small pool of its own, the new keys/values written there and
-        attended over, and (output, (keys, values) of the new tokens) come
-        back for the caller to write into the pool in a separate call. A
+        With `gather`, the pool is only read (`kernels.paged_attention_with_new`
+        attends over each row's blocks and the new tokens beside them), and
+        (output, (keys, values) of the new tokens) come back for the caller to
+        write into the pool in a separate call. A
         program that reads and updates the same large buffer makes XLA copy
         it whole (on CPU); this way each step's cost follows the rows it runs,
         not the pool's size.
         """
         q, k, v = self._qkv(x, cos, sin)
+        window = self.config.sliding_window
         if gather:
-            b, t = x.shape[:2]
-            width = block_tables.shape[1]
-            bs = pages[0].shape[1]
-            local = lambda p: p[block_tables].reshape(b * width, *p.shape[1:])  # noqa: E731 - row r's blocks
-            tables = (jnp.arange(b, dtype=jnp.int32)[:, None] * width + jnp.arange(width, dtype=jnp.int32))
-            position = context_lens[:, None] - t + jnp.arange(t, dtype=jnp.int32)
-            slots = jnp.where(slot_mapping >= 0, jnp.arange(b, dtype=jnp.int32)[:, None] * width * bs + position, -1)
-            k_pages, v_pages = kernels.write_kv_pages(local(pages[0]), local(pages[1]), k, v, slots)
-            block_tables, new = tables, (k, v)
+            out = kernels.paged_attention_with_new(q, k, v, *pages, block_tables, context_lens, slot_mapping >= 0,
+                                                   sliding_window=window)
         else:
-            k_pages, v_pages = kernels.write_kv_pages(pages[0], pages[1], k, v, slot_mapping)
-        out = kernels.paged_attention(q, k_pages, v_pages, block_tables, context_lens,
-                                      sliding_window=self.config.sliding_window)
+            pages = kernels.write_kv_pages(*pages, k, v, slot_mapping)
+            out = kernels.paged_attention(q, *pages, block_tables, context_lens, sliding_window=window)
         out = self.o_proj(out.reshape(x.shape[0], x.shape[1], -1).astype(x.dtype))
-        return out, (new if gather else (k_pages, v_pages))
+        return out, ((k, v) if gather else pages)
 
 
 class LlamaMLP(Layer):

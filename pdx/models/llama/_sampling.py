@@ -32,6 +32,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 __all__ = ["sample", "target_probs", "verify"]
 
@@ -84,10 +85,15 @@ def sample(logits, seeds, counters, temperature, top_k, top_p, mask=None, *, top
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
-    order, ranked = _ranked(logits, temperature, top_k, top_p)
-    choice = jax.vmap(jax.random.categorical)(_keys(seeds, counters), ranked)
-    sampled = jnp.take_along_axis(order, choice[:, None], axis=-1)[:, 0].astype(jnp.int32)
-    token = jnp.where(temperature == 0, greedy, sampled)
+
+    def drawn(logits):
+        order, ranked = _ranked(logits, temperature, top_k, top_p)
+        choice = jax.vmap(jax.random.categorical)(_keys(seeds, counters), ranked)
+        sampled = jnp.take_along_axis(order, choice[:, None], axis=-1)[:, 0].astype(jnp.int32)
+        return jnp.where(temperature == 0, greedy, sampled)
+
+    # a step of greedy rows only skips the vocabulary sort (most of a sampling call's time)
+    token = lax.cond(jnp.any(temperature != 0), drawn, lambda _: greedy, logits)
     if not top_n:
         return token, None, None, None
     return (token, *_top(raw, token, top_n))

@@ -1,6 +1,6 @@
-// What pdx's oneDNN handlers share (_onednn.cc: convolutions and matmuls;
-// _onednn_attention.cc: attention): the engine, per-thread buffers, and running
-// parts of a call on XLA's own threads.
+// What pdx's oneDNN handlers share (conv_matmul.cc: convolutions and matmuls;
+// attention.cc, paged_attention.cc: attention): the engine, per-thread buffers, running
+// parts of a call on XLA's own threads, and a vectorizable exp.
 
 #ifndef PDX_KERNELS_ONEDNN_H_
 #define PDX_KERNELS_ONEDNN_H_
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -127,6 +128,27 @@ const Plan& Cached(const Geometry& g, Make make) {
   auto& slot = (*plans)[g];
   if (!slot) slot = std::make_unique<Plan>(make(g));
   return *slot;
+}
+
+// exp(x) for x <= 0 in arithmetic the compiler vectorizes: 2^n * e^r with
+// n = round(x / ln 2), |r| <= ln(2) / 2, e^r by its degree-6 Taylor polynomial
+// (relative error < 3e-7). Below -87 it returns exp(-87) ~ 1.6e-38 instead of a denormal.
+inline float Exp(float x) {
+  x = std::max(x, -87.0f);
+  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504f + shifter) - shifter;
+  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 in two parts
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
 }
 
 // A handler binding with n (>= 1) more float32 buffer operands / results. Bindings are
