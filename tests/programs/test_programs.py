@@ -56,6 +56,10 @@ SPECS = {
     "ctc_ocr": {"rtol": 1e-3, "atol": 1e-3},
     # 32 Adam steps on a likelihood near zero: the losses drift smoothly to 1.6e-5
     "mixture_density": {"rtol": 1e-3, "atol": 1e-4},
+    "layer_api": {"known": {"state_keys": (
+        "Paddle's state_dict lists each layer's parameters, then its buffers (register_buffer); pdx lists them "
+        "in attribute order. Paddle's BatchNorm / spectral_norm statistics are parameters (see BN_STATS), so "
+        "the fix needs pdx to tell those Buffers from registered ones")}},
 }
 BN_STATS = ("Paddle's BatchNorm running statistics `_mean` / `_variance` are (non-trainable) parameters, listed by "
             "named_parameters() / parameters(); pdx keeps them as Buffers, so a loop over named_parameters() "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
+from pdx import _random
 from pdx._dtype import convert_dtype
 
 
@@ -86,8 +89,43 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
     raise ValueError(f"calculate_gain: unknown nonlinearity {nonlinearity!r}")
 
 
+def _also_in_place(call):
+    """Let `call(key, shape, dtype)` also take Paddle's `init(param)` / `init(param, block)`.
+
+    Paddle code initializes an existing parameter by calling the initializer on
+    it (`nn.initializer.Constant(0.0)(layer.bias)`, typically inside
+    `model.apply`); it fills the parameter in place and returns None. The key
+    comes from the `pdx.seed` generator, as at parameter creation.
+    """
+
+    @functools.wraps(call)
+    def wrapper(self, key, *args, **kwargs):
+        if not isinstance(key, nnx.Variable):
+            return call(self, key, *args, **kwargs)
+        block = kwargs.pop("block", args[0] if args else None)
+        if len(args) > 1 or kwargs or block is not None:
+            raise TypeError(f"{type(self).__name__}(param, block=None): called on a parameter, it takes no other "
+                            f"arguments (got {len(args)} positional, keywords {sorted(kwargs)}, block={block!r}); "
+                            "to draw values call it as init(key, shape, dtype)")
+        current = key.get_value()
+        value = call(self, _random.next_key(None, op="parameter initialization"), tuple(current.shape), current.dtype)
+        key.set_value(value)
+        return None
+
+    return wrapper
+
+
 class Initializer:
-    """Base class: subclasses implement `__call__(key, shape, dtype)`."""
+    """Base class: subclasses implement `__call__(key, shape, dtype)`.
+
+    Every initializer can also be called on an existing parameter, as in
+    Paddle: `init(param)` fills it in place (see `_also_in_place`).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__call__" in cls.__dict__:
+            cls.__call__ = _also_in_place(cls.__dict__["__call__"])
 
     def __call__(self, key: jax.Array, shape, dtype="float32") -> jax.Array:
         raise NotImplementedError
