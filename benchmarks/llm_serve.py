@@ -218,6 +218,8 @@ def hf_worker(model_dir: str, eos: int, pad: int, threads: int) -> int:
 
     An empty line ends it; the last line written is {"hwm_mib": peak RSS}.
     """
+    # this script's folder holds benchmarks/kernels.py, which would shadow the `kernels` package transformers imports
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
     import torch
     from transformers import LlamaForCausalLM, LogitsProcessor, LogitsProcessorList
 
