@@ -24,10 +24,6 @@
 
 using namespace pdx_dnnl;  // NOLINT: the handlers' shared helpers
 
-namespace {
-
-constexpr int64_t kRows = 64;  // queries per tile
-
 // Row loops are compiled for AVX-512, AVX2 and the baseline; the loader picks one.
 #if defined(__x86_64__)
 #define PDX_ROWS __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -35,21 +31,7 @@ constexpr int64_t kRows = 64;  // queries per tile
 #define PDX_ROWS
 #endif
 
-struct Shape {
-  int64_t batch, sq, sk, hq, hk, d, dv;
-  float scale;
-  bool causal;
-
-  int64_t Group() const { return hq / hk; }
-  int64_t Tiles() const { return (sq + kRows - 1) / kRows; }  // query tiles per head
-  int64_t Keys(int64_t q0, int64_t rows) const { return causal ? std::min(sk, q0 + rows) : sk; }
-  int64_t Visible(int64_t i) const { return causal ? std::min(sk, i + 1) : sk; }  // keys query i sees
-  // Row strides of the four [B, S, H, D] operands.
-  int64_t Ldq() const { return hq * d; }
-  int64_t Ldk() const { return hk * d; }
-  int64_t Ldv() const { return hk * dv; }
-  int64_t Ldo() const { return hq * dv; }
-};
+namespace pdx_dnnl {
 
 // Logits -> probabilities over the first `visible` of `keys` entries (the rest 0);
 // returns the log-sum-exp.
@@ -69,6 +51,28 @@ PDX_ROWS float SoftmaxRow(float* s, int64_t visible, int64_t keys) {
   std::fill(s + visible, s + keys, 0.0f);
   return m + std::log(sum);
 }
+
+}  // namespace pdx_dnnl
+
+namespace {
+
+constexpr int64_t kRows = 64;  // queries per tile
+
+struct Shape {
+  int64_t batch, sq, sk, hq, hk, d, dv;
+  float scale;
+  bool causal;
+
+  int64_t Group() const { return hq / hk; }
+  int64_t Tiles() const { return (sq + kRows - 1) / kRows; }  // query tiles per head
+  int64_t Keys(int64_t q0, int64_t rows) const { return causal ? std::min(sk, q0 + rows) : sk; }
+  int64_t Visible(int64_t i) const { return causal ? std::min(sk, i + 1) : sk; }  // keys query i sees
+  // Row strides of the four [B, S, H, D] operands.
+  int64_t Ldq() const { return hq * d; }
+  int64_t Ldk() const { return hk * d; }
+  int64_t Ldv() const { return hk * dv; }
+  int64_t Ldo() const { return hq * dv; }
+};
 
 // Logits -> probabilities exp(s - lse), the forward pass's softmax again.
 PDX_ROWS void ProbabilitiesRow(float* s, int64_t visible, int64_t keys, float lse) {

@@ -151,6 +151,10 @@ inline float Exp(float x) {
   return p * scale;
 }
 
+// Logits -> probabilities over the first `visible` of `keys` entries (the rest 0), in place;
+// returns the log-sum-exp (attention.cc).
+float SoftmaxRow(float* s, int64_t visible, int64_t keys);
+
 // A handler binding with n (>= 1) more float32 buffer operands / results. Bindings are
 // neither copied nor moved: each step returns a new one.
 template <int n, typename Binding>

@@ -52,22 +52,6 @@ PDX_PAGED void AddScaled(float* acc, const float* x, float w, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
 }
 
-// Logits (n) -> probabilities, in place.
-PDX_PAGED void Softmax(float* s, int64_t n) {
-  float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = Exp(s[j] - m);
-    sum += s[j];
-  }
-  const float inverse = 1.0f / sum;
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j) s[j] *= inverse;
-}
-
 struct Operands {
   const float *q, *k, *v, *k_pages, *v_pages;
   const int32_t *tables, *lens, *valid;
@@ -110,7 +94,7 @@ void Part(const Geometry& s, const Operands& x, int64_t b, int64_t kh) {
       const float* qrow = x.q + ((b * s.t + i) * s.hq + kh * g_count + g) * d;
       float* row = logits.data();
       for (int64_t j = 0; j < n; ++j) row[j] = s.scale * DotRow(qrow, keys[lo + j], d);
-      Softmax(row, n);
+      SoftmaxRow(row, n, n);
       for (int64_t j = 0; j < n; ++j) AddScaled(out + g * d, values[lo + j], row[j], d);
     }
   }
