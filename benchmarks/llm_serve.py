@@ -110,7 +110,7 @@ def start_server(model_dir: str, slots: int, max_len: int, pythonpath: str | Non
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-m", "pdx.cli", "serve", "--llm", model_dir, "--port", "0",
-                             "--max-slots", str(slots), "--max-len", str(max_len), "--max-queue", "4096",
+                             "--max-slots", str(slots), "--max-len", str(max_len), "--max-queue", "4096", "--timeout-s", "900",
                              "--log-level", "warning"], stdout=subprocess.PIPE, stderr=open(log_path, "w"), text=True, env=env,
                             cwd=pythonpath or REPO)
     line = proc.stdout.readline().strip()
