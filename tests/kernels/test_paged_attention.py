@@ -265,3 +265,22 @@ def test_with_new_bad_arguments_name_the_fix():
         K.paged_attention_with_new(q, k, k, *args, jnp.ones((2, 3), jnp.int32))
     with pytest.raises(ValueError, match="k and v must be"):
         K.paged_attention_with_new(q, k[:, :1], k[:, :1], *args, jnp.ones((2, 3), bool))
+
+
+def test_with_new_bfloat16_pool_on_the_cpu_kernel_matches_the_reference():
+    """A bf16 pool is read in place by the CPU kernel; the new tokens are rounded to bf16 as writing them
+    would; it equals the XLA reference to bf16 rounding and the float32 numpy attention to bf16 precision."""
+    assert K.onednn.unavailable_reason() is None, K.onednn.unavailable_reason()
+    lens, t, hq, hk = [37, 5, 16, 17], 2, 4, 2
+    rng = np.random.default_rng(11)
+    q, kp, vp, tables, lens_a, keys, values = paged_batch(rng, lens, t, hq, max_blocks=4, bs=KBS, hk=hk)
+    k_new = np.stack([keys[r][n - t:] for r, n in enumerate(lens)])
+    v_new = np.stack([values[r][n - t:] for r, n in enumerate(lens)])
+    bf = [jnp.asarray(a, jnp.bfloat16) for a in (q, k_new, v_new, kp, vp)]
+    valid = np.ones((len(lens), t), bool)
+    got = {impl: np.asarray(K.paged_attention_with_new(*bf, tables, lens_a, valid, scale=0.3, impl=impl),
+                            np.float32) for impl in ("onednn", "xla")}
+    assert got["onednn"].dtype == np.float32 and np.isfinite(got["onednn"]).all()
+    np.testing.assert_allclose(got["onednn"], got["xla"], atol=2e-2, rtol=2e-2)
+    want = dense_numpy(q, keys, values, lens_a, scale=0.3)
+    np.testing.assert_allclose(got["onednn"], want, atol=6e-2, rtol=6e-2)

@@ -7,9 +7,10 @@ decoding rows of 256 positions that is most of a serving step.
 place (nothing gathered), one part per (row, key/value head) on XLA's
 threads, the query heads of a group sharing every key they read.
 
-Data flow: `paged_attention_with_new(q, k, v, pages..., valid)` on float32
-queries and pages calls the handler (forward only, like the Pallas kernel:
-serving does not differentiate it; a bf16 pool runs the reference). Importing the
+Data flow: `paged_attention_with_new(q, k, v, pages..., valid)` calls the
+handler with float32 queries and the pages as they are (float32 or bfloat16,
+read in place), forward only like the Pallas kernel (serving does not
+differentiate it). Importing the
 module registers it as `pdx.kernels.paged_attention_with_new`'s "onednn";
 "auto" prefers it on CPU where native kernels are allowed (`pdx._lowering`)
 for calls of at most `MAX_PREFERRED_TOKENS` new tokens per row (decode
@@ -36,23 +37,31 @@ from pdx.kernels.onednn import _build
 
 __all__ = ["MAX_PREFERRED_TOKENS", "paged_attention", "paged_attention_unfit", "preferred"]
 
+_FLOATS = (jnp.float32, jnp.bfloat16, jnp.float16)
+_PAGES = (jnp.float32, jnp.bfloat16)   # read in place by the handler (a float16 pool would be converted whole)
+
 def paged_attention_unfit(q, k_pages) -> str | None:
     """None if the CPU kernel takes the call, else the reason it does not."""
     if _dispatch.platform() != "cpu":
         return f"the oneDNN paged attention runs on CPU; the default backend is {_dispatch.platform()!r}"
-    if q.dtype != jnp.float32 or k_pages.dtype != jnp.float32:
-        # a bf16 pool would be converted whole every call; the handler reads float32 pages in place
-        return f"the oneDNN paged attention takes float32 queries and pages; got {q.dtype}, {k_pages.dtype}"
+    if q.dtype not in _FLOATS or k_pages.dtype not in _PAGES:
+        return (f"the oneDNN paged attention takes float32/bfloat16/float16 queries and float32/bfloat16 pages; "
+                f"got {q.dtype}, {k_pages.dtype}")
     return _build.unavailable_reason()
 
 
 def paged_attention(q, k, v, k_pages, v_pages, block_tables, context_lens, valid, *, scale, sliding_window=None):
-    """`pdx.kernels.paged_attention_with_new` on the CPU kernel (float32)."""
+    """`pdx.kernels.paged_attention_with_new` on the CPU kernel, in q's dtype.
+
+    The pages are read in place in their dtype (float32 or bfloat16); the new
+    keys/values are rounded to it first, as writing them into the pages would.
+    """
     call = jax.ffi.ffi_call("pdx_onednn_paged_attention", jax.ShapeDtypeStruct(q.shape, jnp.float32),
                             vmap_method="sequential")
-    return call(q, k.astype(q.dtype), v.astype(q.dtype), k_pages, v_pages, block_tables.astype(jnp.int32),
-                context_lens.astype(jnp.int32), valid.astype(jnp.int32), scale=np.float32(scale),
-                window=np.int64(sliding_window or 0))
+    out = call(q.astype(jnp.float32), k.astype(k_pages.dtype), v.astype(k_pages.dtype), k_pages, v_pages,
+               block_tables.astype(jnp.int32), context_lens.astype(jnp.int32), valid.astype(jnp.int32),
+               scale=np.float32(scale), window=np.int64(sliding_window or 0))
+    return out.astype(q.dtype)
 
 
 def _impl(q, k, v, k_pages, v_pages, block_tables, context_lens, valid, *, scale, sliding_window, block_sizes):

@@ -1,11 +1,13 @@
 // Attention of the newest T tokens of each sequence over a paged KV cache that is only read, on CPU,
-// called from XLA:CPU as a typed FFI custom call; float32:
+// called from XLA:CPU as a typed FFI custom call:
 //
-//   PdxPagedAttention(q [B,T,Hq,D], k [B,T,Hk,D], v [B,T,Hk,D],          the T new tokens
+//   PdxPagedAttention(q [B,T,Hq,D] f32, k [B,T,Hk,D], v [B,T,Hk,D],     the T new tokens
 //                     k_pages [N,P,Hk,D], v_pages [N,P,Hk,D],            the pool (N blocks of P tokens)
 //                     block_tables [B,W] s32, context_lens [B] s32, valid [B,T] s32)
-//       -> o [B,T,Hq,D]
+//       -> o [B,T,Hq,D] f32
 //
+// k, v and the pages share one dtype, float32 or bfloat16 (read in place, converted as read;
+// arithmetic in float32).
 // Attributes: scale (float32) and window (int64; 0: none, else a query sees the `window` latest
 // keys up to its own position). The semantics are pdx.kernels.paged_attention_with_new's: query t
 // of row b sits at position context_lens[b] - T + t; the key at position p is new token
@@ -40,32 +42,46 @@ struct Geometry {
 #define PDX_PAGED
 #endif
 
-PDX_PAGED float DotRow(const float* a, const float* b, int64_t n) {
+// A key/value element as float32: itself, or a bfloat16's bits as a float's top half.
+inline float Load(float x) { return x; }
+inline float Load(uint16_t x) {
+  const uint32_t bits = static_cast<uint32_t>(x) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename Page>
+PDX_PAGED float DotRow(const float* a, const Page* b, int64_t n) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * Load(b[i]);
   return sum;
 }
 
-PDX_PAGED void AddScaled(float* acc, const float* x, float w, int64_t n) {
+template <typename Page>
+PDX_PAGED void AddScaled(float* acc, const Page* x, float w, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+  for (int64_t i = 0; i < n; ++i) acc[i] += w * Load(x[i]);
 }
 
+template <typename Page>
 struct Operands {
-  const float *q, *k, *v, *k_pages, *v_pages;
+  const float* q;
+  const Page *k, *v, *k_pages, *v_pages;
   const int32_t *tables, *lens, *valid;
   float* o;
 };
 
 // Row b, key/value head kh: every query token of the row and every query head of the group. The
 // keys of positions 0 .. the last query's are located once; query i reads a range of them.
-void Part(const Geometry& s, const Operands& x, int64_t b, int64_t kh) {
+template <typename Page>
+void Part(const Geometry& s, const Operands<Page>& x, int64_t b, int64_t kh) {
   const int64_t g_count = s.Group(), d = s.d, hk = s.hk;
   const int64_t len = x.lens[b], first_new = len - s.t, positions = s.width * s.block_size;
   const int64_t last = std::min(len - 1, positions - 1);  // the last position any query of the row sees
   thread_local std::vector<float> logits;
-  thread_local std::vector<const float*> keys, values;
+  thread_local std::vector<const Page*> keys, values;
   keys.resize(std::max<int64_t>(last + 1, 0));
   values.resize(keys.size());
   for (int64_t p = 0; p <= last; ++p) {
@@ -100,8 +116,8 @@ void Part(const Geometry& s, const Operands& x, int64_t b, int64_t kh) {
   }
 }
 
-std::string Read(Geometry& s, ffi::Buffer<ffi::F32>& q, ffi::Buffer<ffi::F32>& k, ffi::Buffer<ffi::F32>& v,
-                 ffi::Buffer<ffi::F32>& kp, ffi::Buffer<ffi::F32>& vp, ffi::Buffer<ffi::S32>& tables,
+std::string Read(Geometry& s, ffi::Buffer<ffi::F32>& q, ffi::AnyBuffer& k, ffi::AnyBuffer& v, ffi::AnyBuffer& kp,
+                 ffi::AnyBuffer& vp, ffi::Buffer<ffi::S32>& tables,
                  ffi::Buffer<ffi::S32>& lens, ffi::Buffer<ffi::S32>& valid, float scale, int64_t window) {
   auto dq = q.dimensions(), dk = k.dimensions(), dv = v.dimensions(), dp = kp.dimensions(), dvp = vp.dimensions();
   auto dt = tables.dimensions(), dl = lens.dimensions(), dm = valid.dimensions();
@@ -121,23 +137,43 @@ std::string Read(Geometry& s, ffi::Buffer<ffi::F32>& q, ffi::Buffer<ffi::F32>& k
   if (dl.size() != 1 || dl[0] != s.batch) return "context_lens must be [B]";
   if (dm.size() != 2 || dm[0] != s.batch || dm[1] != s.t) return "valid must be [B, T]";
   if (window < 0) return "window must be >= 0";
+  const auto type = kp.element_type();
+  if ((type != ffi::DataType::F32 && type != ffi::DataType::BF16) || k.element_type() != type ||
+      v.element_type() != type || vp.element_type() != type) {
+    return "k, v and the pages must share one dtype, float32 or bfloat16";
+  }
   return "";
 }
 
-ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::Buffer<ffi::F32> k, ffi::Buffer<ffi::F32> v,
-                   ffi::Buffer<ffi::F32> k_pages, ffi::Buffer<ffi::F32> v_pages, ffi::Buffer<ffi::S32> tables,
+template <typename Page>
+void Run(ffi::ThreadPool& pool, const Geometry& s, const Operands<Page>& x) {
+  ParallelFor(pool, s.batch * s.hk, [&](int64_t unit) { Part(s, x, unit / s.hk, unit % s.hk); },
+              std::max<int64_t>(1, pool.num_threads()));
+}
+
+template <typename Page>
+Operands<Page> Pointers(ffi::Buffer<ffi::F32>& q, ffi::AnyBuffer& k, ffi::AnyBuffer& v, ffi::AnyBuffer& kp,
+                        ffi::AnyBuffer& vp, ffi::Buffer<ffi::S32>& tables, ffi::Buffer<ffi::S32>& lens,
+                        ffi::Buffer<ffi::S32>& valid, ffi::ResultBuffer<ffi::F32>& o) {
+  auto at = [](ffi::AnyBuffer& buffer) { return static_cast<const Page*>(buffer.untyped_data()); };
+  return {q.typed_data(),      at(k),           at(v),             at(kp), at(vp),
+          tables.typed_data(), lens.typed_data(), valid.typed_data(), o->typed_data()};
+}
+
+ffi::Error Forward(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> q, ffi::AnyBuffer k, ffi::AnyBuffer v,
+                   ffi::AnyBuffer k_pages, ffi::AnyBuffer v_pages, ffi::Buffer<ffi::S32> tables,
                    ffi::Buffer<ffi::S32> lens, ffi::Buffer<ffi::S32> valid, ffi::ResultBuffer<ffi::F32> o,
                    float scale, int64_t window) {
   Geometry s;
   if (auto bad = Read(s, q, k, v, k_pages, v_pages, tables, lens, valid, scale, window); !bad.empty()) {
     return ffi::Error::InvalidArgument("pdx paged attention: " + bad);
   }
-  const Operands x{q.typed_data(),      k.typed_data(),    v.typed_data(),     k_pages.typed_data(),
-                   v_pages.typed_data(), tables.typed_data(), lens.typed_data(), valid.typed_data(),
-                   o->typed_data()};
   try {
-    ParallelFor(pool, s.batch * s.hk, [&](int64_t unit) { Part(s, x, unit / s.hk, unit % s.hk); },
-                std::max<int64_t>(1, pool.num_threads()));
+    if (k_pages.element_type() == ffi::DataType::BF16) {
+      Run(pool, s, Pointers<uint16_t>(q, k, v, k_pages, v_pages, tables, lens, valid, o));
+    } else {
+      Run(pool, s, Pointers<float>(q, k, v, k_pages, v_pages, tables, lens, valid, o));
+    }
   } catch (const std::exception& e) {
     return ffi::Error::Internal(std::string("pdx paged attention: ") + e.what());
   }
@@ -150,10 +186,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(PdxPagedAttention, Forward,
                               F32Rets<1>(ffi::Ffi::Bind()
                                              .Ctx<ffi::ThreadPool>()
                                              .Arg<ffi::Buffer<ffi::F32>>()
-                                             .Arg<ffi::Buffer<ffi::F32>>()
-                                             .Arg<ffi::Buffer<ffi::F32>>()
-                                             .Arg<ffi::Buffer<ffi::F32>>()
-                                             .Arg<ffi::Buffer<ffi::F32>>()
+                                             .Arg<ffi::AnyBuffer>()
+                                             .Arg<ffi::AnyBuffer>()
+                                             .Arg<ffi::AnyBuffer>()
+                                             .Arg<ffi::AnyBuffer>()
                                              .Arg<ffi::Buffer<ffi::S32>>()
                                              .Arg<ffi::Buffer<ffi::S32>>()
                                              .Arg<ffi::Buffer<ffi::S32>>())
