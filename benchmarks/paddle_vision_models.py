@@ -6,8 +6,11 @@ paddle subprocess builds each model (pretrained=False, seed 0), calibrates its b
 train-mode batch (momentum 0, so eval-mode activations stay O(1) and the comparison is not of vanishing numbers),
 saves it with a None batch into a temporary directory and runs `paddle.inference.create_predictor` (CPU, oneDNN
 off) at each batch size. This process then loads the same files with `pdx.inference`, runs the same inputs and
-prints one row per model and format: status (ok / mismatch / untranslated op NAME / error), the largest
-|pdx - paddle| over the outputs and batches relative to max |y|, max |y|, and pdx's load + first-run seconds.
+prints one row per model and format: status, the largest |pdx - paddle| over the outputs and batches relative to
+max |y|, max |y|, pdx's and paddle's float32 outputs each against a float64 reference (paddle's dygraph forward of
+the same weights in float64), and pdx's load + compile + run seconds. Status: ok (within 1e-4 of paddle, relative to
+max(1, max |y|)), ok (float32 rounding) (further from paddle, but no further from float64 than 2x paddle's own float32
+run: deep random ResNets amplify rounding), mismatch, untranslated op NAME, error, or paddle failed.
 
     python benchmarks/paddle_vision_models.py                       # all models, both formats
     python benchmarks/paddle_vision_models.py --models squeezenet1_1,densenet121 --formats pir
