@@ -35,7 +35,8 @@ def recording_op(name="test_op", declines=(), prefer_if=None):
 
 def test_registries_are_immutable_and_named():
     assert set(K.OPS) == {"conv2d_nhwc", "flash_attention", "layer_norm", "matmul", "paged_attention",
-                          "rms_norm", "softmax_cross_entropy", "linear_softmax_cross_entropy"}
+                          "paged_attention_with_new", "rms_norm", "softmax_cross_entropy",
+                          "linear_softmax_cross_entropy"}
     for name, op in K.OPS.items():
         assert op.name == name and "xla" in op.implementations
         assert isinstance(op.implementations, types.MappingProxyType)
@@ -47,6 +48,7 @@ def test_registries_are_immutable_and_named():
     assert set(K.OPS["rms_norm"].implementations) == {"pallas", "xla"}
     assert set(K.OPS["conv2d_nhwc"].implementations) == {"onednn", "xla"}
     assert set(K.OPS["matmul"].implementations) == {"onednn", "xla"}
+    assert set(K.OPS["paged_attention_with_new"].implementations) == {"pallas", "onednn", "xla"}
     with pytest.raises(ValueError, match="include the reference 'xla'"):
         K.Op("bad", {"pallas": lambda: 0})
     with pytest.raises(ValueError, match=r"named from \['pallas', 'xla', 'cudnn', 'onednn'\]"):
