@@ -11,8 +11,10 @@ nothing and returns zeros.
 
 Parts, top to bottom: the page writer, the pure-JAX reference (gathers each
 row's blocks into one dense sequence), the Pallas kernel (Triton on GPU,
-interpret mode elsewhere) and the validating public wrapper with the
-dispatch.
+interpret mode elsewhere), the validating public wrapper with the
+dispatch, and `paged_attention_with_new` (the same attention with the new
+tokens' keys/values passed beside read-only pages, for a serving step that
+writes the pool in a separate donated call).
 
 The kernel runs one program per (row, key/value head, tile of query rows):
 the G = num_heads_q // num_kv_heads query heads of a key/value head and the
