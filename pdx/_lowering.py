@@ -3,7 +3,7 @@
 - 1x1 convolutions (groups 1) are traced as one matmul over the strided pixels
   (pdx/nn/functional/_conv.py: faster forward and backward on XLA:CPU).
   Program rewrites that work on convolutions, such as folding an eval-mode
-  BatchNorm into the weights at export (pdx/export/_rewrite.py), trace under
+  BatchNorm into the weights at export (pdx/kernels/_rewrite.py), trace under
   `convolutions_kept()` to see them as convolutions.
 - Native CPU kernels (oneDNN convolutions and matmuls, pdx/kernels/onednn/)
   are XLA custom calls that only a process with pdx's kernels can run; exports

@@ -35,7 +35,6 @@ from pdx._graph import Graph, free_graph_refs, is_graph_node, run_with_values
 from pdx.export import _artifact
 from pdx.export._iree import IREE_TARGETS
 from pdx.export._iree_export import IreeOptions, _example_inputs, _relative_error, compile_targets
-from pdx.export._rewrite import rewrite_program
 from pdx.jit import InputSpec
 from pdx.jit import StaticFunction
 from pdx._static_layers import static_layers
@@ -60,7 +59,7 @@ class CpuOptions:
         program elsewhere. Written only for a program that has such ops.
         Its convolutions keep their weights in oneDNN's layout between calls,
         with a following BatchNorm folded in and a residual add and ReLU /
-        ReLU6 fused (`pdx/export/_rewrite.py`).
+        ReLU6 fused (`pdx/kernels/_rewrite.py`).
       precision: "float32" (default) or "bfloat16": that program's
         convolutions take bfloat16 activations and weights, with float32
         accumulation and bias (AMX / AVX512-BF16 CPUs run them 2-3x faster);
@@ -243,7 +242,7 @@ def _onednn_program(traced, specs, precision: str = "float32"):
         return None
 
     def program(params, weights_token, *inputs):
-        return rewrite_program(traced.program, conv="native", precision=precision, weights_argnum=0,
+        return K.rewrite_program(traced.program, conv="native", precision=precision, weights_argnum=0,
                                weights_token=weights_token)(params, *inputs)
 
     params, *inputs = _arguments(traced, specs)

@@ -20,8 +20,8 @@ import numpy as np
 from jax import export as jax_export
 
 from pdx import _lowering
+from pdx import kernels as K
 from pdx.export._iree import IREE_TARGETS, choose_flags, compile_vmfb, merge_buckets, program_kind
-from pdx.export._rewrite import CONV_MODES, PRECISIONS, rewrite_program
 from pdx.jit import InputSpec
 
 __all__ = ["CONV_BY_PROGRAM", "DEFAULT_BATCH_SIZES", "FP32_TOLERANCE", "IREE_PARAMS", "IreeOptions",
@@ -144,7 +144,7 @@ def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mappi
         params_mode = "inline" if precision == "bfloat16" else PARAMS_BY_PROGRAM[kind]
     rewritten = program
     if (conv, precision, fold) != ("native", "float32", False):
-        rewritten = rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
+        rewritten = K.rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
     if params_mode == "inline":  # closed over: jax.export writes them as constants of the module
         fn, param_structs = (lambda *inputs: rewritten(values, *inputs)), ()
     else:
@@ -178,8 +178,8 @@ def compile_targets(program: Callable, specs: Sequence[InputSpec], params: Mappi
 
 def _check_options(options: IreeOptions) -> None:
     for name, value, allowed in (("iree.params", options.params, IREE_PARAMS),
-                                 ("iree.conv", options.conv, ("auto",) + CONV_MODES),
-                                 ("iree.precision", options.precision, PRECISIONS)):
+                                 ("iree.conv", options.conv, ("auto",) + K.REWRITE_CONV_MODES),
+                                 ("iree.precision", options.precision, K.REWRITE_PRECISIONS)):
         if value not in allowed:
             raise ValueError(f"export: {name}={value!r} must be one of {list(allowed)}")
     if options.precision == "bfloat16" and options.params == "arguments":
@@ -216,7 +216,7 @@ def _choose_program(program, values, static, options: IreeOptions) -> tuple[str,
         return conv, precision, fold, 0.0, kind
     inputs = _example_inputs(static)
     want = jax.tree.leaves(jax.jit(program)(values, *inputs))
-    rewritten = rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
+    rewritten = K.rewrite_program(program, conv=conv, precision=precision, fold_scale=fold, weights_argnum=0)
     got = jax.tree.leaves(jax.jit(rewritten)(values, *inputs))
     error = max((_relative_error(g, w) for g, w in zip(got, want)), default=0.0)
     if precision == "float32" and not error <= FP32_TOLERANCE:

@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from pdx.nn import functional as F
+
 __all__ = ["OPS", "PaddedRows", "is_static"]
 
 
@@ -76,10 +78,15 @@ def _conv(ins, a):
     dilations = [int(d) for d in a.get("dilations", [1] * n)]
     pads = _pairs(a.get("paddings", [0] * n), n, spatial, w.shape[2:], strides, dilations,
                   a.get("padding_algorithm", "EXPLICIT"))
+    groups = int(a.get("groups", 1))
+    if n == 2 and all(lo >= 0 and hi >= 0 for lo, hi in pads):
+        # pdx's own 2-D convolution: on CPU it reaches the oneDNN kernels (and the predictor's kept weights)
+        padding = [(0, 0), *pads, (0, 0)] if nhwc else [(0, 0), (0, 0), *pads]
+        return F.conv2d(x, w, None, strides, padding, dilations, groups, "NHWC" if nhwc else "NCHW")
     spec = "N" + "DHW"[-n:] + "C" if nhwc else "NC" + "DHW"[-n:]
     dn = lax.conv_dimension_numbers(x.shape, w.shape, (spec, "OI" + "DHW"[-n:], spec))
     return lax.conv_general_dilated(x, w, strides, pads, rhs_dilation=dilations, dimension_numbers=dn,
-                                    feature_group_count=int(a.get("groups", 1)))
+                                    feature_group_count=groups)
 
 
 def _conv_transpose(ins, a):
@@ -248,12 +255,12 @@ def _batch_norm(ins, a):
     if not (a.get("is_test", False) or a.get("use_global_stats", False)):
         reduce_axes = tuple(i for i in range(x.ndim) if i != axis)
         mean, var = jnp.mean(x, axis=reduce_axes), jnp.var(x, axis=reduce_axes)
-    y = (x - mean.reshape(shape)) * lax.rsqrt(var.reshape(shape) + a.get("epsilon", 1e-5))
+    # x * s + t per channel: a form the CPU program folds into a preceding convolution's weights
+    s = lax.rsqrt(var + a.get("epsilon", 1e-5))
     if scale is not None:
-        y = y * scale.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
-    return (y,) + (None,) * 5
+        s = s * scale
+    t = -mean * s if bias is None else bias - mean * s
+    return (x * s.reshape(shape) + t.reshape(shape),) + (None,) * 5
 
 
 def _layer_norm(ins, a):

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import threading
+import warnings
+import weakref
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pdx import _lowering
+from pdx import kernels as K
 from pdx.inference._layer import as_input
 from pdx.inference._program_file import ModelFormatError
 from pdx.inference._translate import PaddleProgram, find_model_files, trim_outputs
@@ -83,7 +88,7 @@ def get_trt_runtime_version() -> tuple[int, int, int]:
 # Config calls that pdx accepts and ignores (each one's reason is in pdx/inference/README.md):
 # backends and passes of Paddle's own engine that have no counterpart once XLA compiles the program.
 _IGNORED = (
-    "enable_mkldnn", "disable_mkldnn", "enable_onednn", "disable_onednn", "enable_mkldnn_bfloat16",
+    "enable_mkldnn_bfloat16",
     "enable_onednn_bfloat16", "enable_mkldnn_int8", "enable_onednn_int8", "disable_mkldnn_fc_passes",
     "disable_onednn_fc_passes", "set_mkldnn_cache_capacity", "set_onednn_cache_capacity", "set_mkldnn_op",
     "set_onednn_op", "set_bfloat16_op", "enable_memory_optim", "enable_tensorrt_engine", "enable_tensorrt_dla",
@@ -122,9 +127,13 @@ class Config:
     What changes something in pdx: `switch_ir_optim(False)` runs the
     translated program op by op instead of as one compiled XLA function;
     `enable_use_gpu` / `disable_gpu` choose JAX's first GPU or the CPU;
+    on the CPU, `enable_mkldnn()` / `enable_onednn()` (the default, as in
+    Paddle) compile convolutions and matmuls onto pdx's oneDNN kernels with
+    BatchNorm, residual adds and ReLUs fused and weights kept in oneDNN's
+    layout, `disable_mkldnn()` / `disable_onednn()` leave them to XLA;
     `set_cpu_math_library_num_threads` is recorded (XLA's CPU thread pool is
-    fixed when the process starts). Paddle's engine switches (oneDNN,
-    TensorRT, passes, memory optimization, ...) are accepted and ignored.
+    fixed when the process starts). Paddle's other engine switches
+    (TensorRT, passes, memory optimization, ...) are accepted and ignored.
 
     Example:
       >>> from pdx import inference
@@ -137,6 +146,7 @@ class Config:
     def __init__(self, model_file=None, params_file=None):
         self._model_dir = self._prog_file = self._params_file = None
         self._use_gpu, self._gpu_id, self._ir_optim, self._threads = False, 0, True, 1
+        self._onednn = True
         self._ignored_calls: list[str] = []
         if model_file is not None:
             self.set_model(model_file, params_file)
@@ -197,6 +207,20 @@ class Config:
         """Whether the program is compiled as one XLA function."""
         return self._ir_optim
 
+    def enable_mkldnn(self) -> None:
+        """On the CPU, run convolutions and matmuls on pdx's oneDNN kernels (the default)."""
+        self._onednn = True
+
+    def disable_mkldnn(self) -> None:
+        """On the CPU, leave convolutions and matmuls to XLA."""
+        self._onednn = False
+
+    def mkldnn_enabled(self) -> bool:
+        """Whether the CPU program uses pdx's oneDNN kernels (where they are built on this machine)."""
+        return self._onednn
+
+    enable_onednn, disable_onednn, onednn_enabled = enable_mkldnn, disable_mkldnn, mkldnn_enabled
+
     def set_cpu_math_library_num_threads(self, n: int) -> None:
         """Recorded only: XLA's CPU thread pool is sized when the process starts (XLA_FLAGS)."""
         if int(n) < 1:
@@ -214,7 +238,7 @@ class Config:
     def summary(self) -> str:
         """A table of the settings, as Paddle's `Config.summary()`."""
         rows = [("model_dir", self._model_dir), ("prog_file", self._prog_file), ("params_file", self._params_file),
-                ("use_gpu", self._use_gpu), ("gpu_device_id", self._gpu_id), ("ir_optim", self._ir_optim),
+                ("use_gpu", self._use_gpu), ("gpu_device_id", self._gpu_id), ("ir_optim", self._ir_optim), ("onednn", self._onednn),
                 ("cpu_math_library_num_threads", self._threads),
                 ("ignored calls", ", ".join(sorted(set(self._ignored_calls))) or "-")]
         width = max(len(k) for k, _ in rows)
@@ -326,13 +350,49 @@ class _Engine:
         self.compiled = jax.jit(lambda params, inputs: self.program(params, inputs))
         self.eager = config.ir_optim() is False
         self.lock = threading.Lock()
+        self.native = None
+        if not self.eager and config.mkldnn_enabled() and self.device.platform == "cpu" \
+                and K.onednn.unavailable_reason() is None:
+            # The CPU program: convolutions whose weights come from the parameters keep oneDNN's layout
+            # between calls under this engine's token (freed with the engine), BatchNorm folded into them.
+            token = K.onednn.new_weights_token()
+            weakref.finalize(self, K.onednn.forget_weights, int(token))
+            self.token = jax.device_put(token, self.device)
+            self.native = jax.jit(lambda params, token, inputs: K.rewrite_program(
+                self.program, conv="native", weights_argnum=0, weights_token=token)(params, inputs))
 
     def run(self, arrays):
         self.program.check_inputs(arrays)
         inputs = [jax.device_put(as_input(x, dtype), self.device) for x, (_, dtype, _) in zip(arrays, self.inputs)]
-        fn = (lambda p, i: self.program(p, i)) if self.eager else self.compiled
+        if self.eager:
+            outs = self.program(self.params, inputs)
+        elif self.native is not None:
+            outs = self._run_native(inputs)
+        else:
+            outs = self._run_xla(inputs)
         # NMS outputs come back padded with per-image counts: trimmed here, to the rows Paddle returns
-        return trim_outputs(fn(self.params, inputs))
+        return trim_outputs(outs)
+
+    def compiled_count(self) -> int:
+        """How many input shapes the running program was compiled for."""
+        return (self.native if self.native is not None else self.compiled)._cache_size()
+
+    def _run_native(self, inputs):
+        try:
+            with _lowering.native():
+                return self.native(self.params, self.token, inputs)
+        except Exception as e:  # noqa: BLE001 - where XLA runs what the oneDNN rewrite cannot, XLA it is, said once
+            outs = self._run_xla(inputs)  # the program's own errors (bad inputs, refused ops) raise here
+            warnings.warn(f"pdx.inference: the oneDNN CPU program of {self.program.model_file} failed to build or "
+                          f"run ({type(e).__name__}: {str(e)[:300]}); running it on XLA (Config.disable_mkldnn() "
+                          "skips this attempt)", RuntimeWarning, stacklevel=3)
+            self.native = None
+            return outs
+
+    def _run_xla(self, inputs):
+        # on the CPU: XLA's own convolutions and matmuls (disable_mkldnn(), or no oneDNN kernels here)
+        with _lowering.portable() if self.device.platform == "cpu" else contextlib.nullcontext():
+            return self.compiled(self.params, inputs)
 
 
 class Predictor:

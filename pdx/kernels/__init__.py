@@ -55,6 +55,9 @@ from pdx.kernels._norms import layer_norm_reference
 from pdx.kernels._norms import rms_norm
 from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
+from pdx.kernels._rewrite import REWRITE_CONV_MODES
+from pdx.kernels._rewrite import REWRITE_PRECISIONS
+from pdx.kernels._rewrite import rewrite_program
 
 # Importing the CPU backend (above) registered its "onednn" implementations into the ops;
 # its library is built here, never inside a trace (onednn/_build.py).
@@ -71,6 +74,8 @@ __all__ = [
     "IMPLS",
     "NORM_MAX_FEATURES",
     "OPS",
+    "REWRITE_CONV_MODES",
+    "REWRITE_PRECISIONS",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",
     "Delegate",
@@ -96,6 +101,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_reference",
     "register_impl",
+    "rewrite_program",
     "rms_norm_with_rstd",
     "set_impl",
     "softmax_cross_entropy",

@@ -16,8 +16,8 @@ import pytest
 import pdx
 import pdx.export
 from pdx.export._iree import choose_flags, plan_batches, program_kind
-from pdx.export._rewrite import rewrite_program
 from pdx.jit import InputSpec
+from pdx.kernels import rewrite_program
 
 
 # -- batch plans ---------------------------------------------------------------------------------

@@ -160,7 +160,7 @@ def test_one_predictor_follows_every_shape(saved):
         worst[batch, seq] = _worst(outs, wants, batch, seq)
     assert max(worst.values()) < 1e-4, (fmt, worst)
     # one compiled program per distinct input shape; the repeated (1, 5) reused its own
-    assert predictor._engine.compiled._cache_size() == len(set(CASES))
+    assert predictor._engine.compiled_count() == len(set(CASES))
 
 
 def test_translated_layer_eager_and_jit(saved):

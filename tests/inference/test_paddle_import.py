@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -145,6 +146,42 @@ def test_paddle_inference_demo_runs_with_the_import_changed(saved_models, paddle
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[7, 2] ['fetch_name_0']" in done.stdout
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), paddle_outputs["bilstm", 7], atol=1e-5)
+
+
+def test_cpu_predictor_runs_convolutions_on_onednn_and_disable_mkldnn_on_xla(saved_models, paddle_outputs,
+                                                                             example_input):
+    """Paddle's default CPU config (oneDNN on) compiles onto pdx's kept-weight oneDNN convolutions with BatchNorm
+    folded; disable_mkldnn() leaves them to XLA. Both equal Paddle Inference, and neither falls back."""
+    from pdx import _lowering
+    from pdx import kernels as K
+
+    path = saved_models["resnet18"]
+    runs = {}
+    for onednn in (True, False):
+        config = inference.Config(str(path / "model.json"), str(path / "model.pdiparams"))
+        assert config.mkldnn_enabled() and config.onednn_enabled()
+        if not onednn:
+            config.disable_mkldnn()
+            assert not config.mkldnn_enabled() and "onednn" in config.summary()
+        predictor = inference.create_predictor(config)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no silent fallback to XLA
+            runs[onednn] = {batch: predictor.run([example_input("resnet18", batch)])[0] for batch in (1, 7)}
+        engine = predictor._engine
+        x = jnp.asarray(example_input("resnet18", 1))
+        if onednn:
+            assert engine.native is not None and engine.compiled_count() == 2
+            with _lowering.native():
+                text = engine.native.lower(engine.params, engine.token, [x]).as_text()
+            assert "pdx_onednn_conv_inference" in text, "no kept-weight oneDNN convolution"
+            assert "convolution" not in text, "a convolution was left to XLA"
+        else:
+            assert engine.native is None
+            with _lowering.portable():
+                text = engine.compiled.lower(engine.params, [x]).as_text()
+            assert not any(t in text for t in K.onednn.TARGETS) and "convolution" in text
+        for batch, out in runs[onednn].items():
+            np.testing.assert_allclose(out, paddle_outputs["resnet18", batch], atol=1e-4, rtol=1e-4)
 
 
 def test_predictor_api_surface(saved_models, paddle_outputs, example_input):

@@ -1,6 +1,6 @@
 """Inference-only oneDNN calls of exported programs: weights kept per token, max pools.
 
-An exported artifact's CPU program (`pdx.export`, `_rewrite.py`) calls these
+An exported artifact's CPU program (`pdx.export`, `pdx/kernels/_rewrite.py`) calls these
 instead of the training primitives in `_conv_matmul.py`, from the same
 handler library (`_build.py`):
 

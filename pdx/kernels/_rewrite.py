@@ -50,12 +50,14 @@ from jax import lax
 from jax.extend import core as jex_core
 
 from pdx import _lowering
-from pdx import kernels as K
+from pdx.kernels import onednn
+from pdx.kernels._dispatch import Unsupported
+from pdx.kernels.onednn import matmul
 
-__all__ = ["CONV_MODES", "PRECISIONS", "rewrite_program"]
+__all__ = ["REWRITE_CONV_MODES", "REWRITE_PRECISIONS", "rewrite_program"]
 
-CONV_MODES = ("native", "patches")
-PRECISIONS = ("float32", "bfloat16")
+REWRITE_CONV_MODES = ("native", "patches")
+REWRITE_PRECISIONS = ("float32", "bfloat16")
 
 # Call-like primitives whose body is inlined: name -> the param holding the (closed) jaxpr.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -87,10 +89,10 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
       >>> bool(jnp.allclose(rewrite_program(f)(x, w), f(x, w)))
       True
     """
-    if conv not in CONV_MODES:
-        raise ValueError(f"rewrite_program: conv={conv!r} must be one of {CONV_MODES}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"rewrite_program: precision={precision!r} must be one of {PRECISIONS}")
+    if conv not in REWRITE_CONV_MODES:
+        raise ValueError(f"rewrite_program: conv={conv!r} must be one of {REWRITE_CONV_MODES}")
+    if precision not in REWRITE_PRECISIONS:
+        raise ValueError(f"rewrite_program: precision={precision!r} must be one of {REWRITE_PRECISIONS}")
     options = _Options(conv=conv, bf16=precision == "bfloat16", fold=fold_scale, token=weights_token,
                        sites=itertools.count(1))
 
@@ -164,7 +166,7 @@ class _PendingKept:
         if self.options.bf16 and dtype == jnp.float32:  # bfloat16 activations, float32 bias and accumulation
             x = x.astype(jnp.bfloat16)
             residual = None if residual is None else residual.astype(jnp.bfloat16)
-        out = K.onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
+        out = onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
                           shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max, **self.params)
         out = out.astype(dtype) if cast else out
         return out if self.perm is None else jnp.transpose(out, self.perm)
@@ -266,11 +268,11 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
             elif name == "conv_general_dilated" and _conv_as_matmul(eqn.params, invals, options.conv):
                 outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
-            elif name == K.onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
+            elif name == onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
                 outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
             elif pool:
                 outvals = [_kept_max_pool(invals[0], eqn.params)]
-            elif name == K.onednn.MATMUL_PRIMITIVE and options.token is not None and in_dynamic[0] and not in_dynamic[1] \
+            elif name == onednn.MATMUL_PRIMITIVE and options.token is not None and in_dynamic[0] and not in_dynamic[1] \
                     and not eqn.params["transpose_a"] and _is_f32(invals):
                 outvals = [_kept_matmul(*invals, eqn.params["transpose_b"], options)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
@@ -430,7 +432,7 @@ def _dense_window(p) -> bool:
 
 
 def _kept_max_pool(x, params):
-    """A max pool of `x`. Of a kept convolution: on oneDNN (`K.onednn.max_pool_nhwc`) in the kernel's
+    """A max pool of `x`. Of a kept convolution: on oneDNN (`onednn.max_pool_nhwc`) in the kernel's
     dtype (rounding to bfloat16 keeps order, so that is the rounded max), channels-last; for
     an NCHW model the result is a `_Transposed` view, so the transposes around it cancel."""
     if not isinstance(x, _PendingKept):
@@ -444,8 +446,8 @@ def _kept_max_pool(x, params):
     pooled = None
     if all(window[a] == 1 and strides[a] == 1 and tuple(padding[a]) == (0, 0) for a in (0, 3)):  # spatial only
         try:
-            pooled = K.onednn.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
-        except K.Unsupported:  # arguments oneDNN's pooling does not take
+            pooled = onednn.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
+        except Unsupported:  # arguments oneDNN's pooling does not take
             pass
     if pooled is None:
         pooled = _max_of_slices(base, **moved)
@@ -454,13 +456,13 @@ def _kept_max_pool(x, params):
 
 
 def _kept_matmul(a, b, transpose_b: bool, options: _Options):
-    """One of pdx's oneDNN matmuls with a constant weight (a Linear) as `K.onednn.kept_matmul`: its
+    """One of pdx's oneDNN matmuls with a constant weight (a Linear) as `onednn.kept_matmul`: its
     weight reordered once per token (as bfloat16 under the bfloat16 option)."""
     lhs = a.astype(jnp.bfloat16) if options.bf16 else a
     try:
-        return K.onednn.kept_matmul(lhs, b, options.token, site=next(options.sites), transpose_b=transpose_b)
-    except K.Unsupported:
-        return K.matmul(a, b, transpose_b=transpose_b)
+        return onednn.kept_matmul(lhs, b, options.token, site=next(options.sites), transpose_b=transpose_b)
+    except Unsupported:
+        return matmul(a, b, transpose_b=transpose_b)
 
 
 def _max_of_slices(x, *, window_dimensions, window_strides, padding, **_):
