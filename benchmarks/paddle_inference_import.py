@@ -5,7 +5,9 @@ paddle.vision.models.resnet18 (random weights, eval mode) is saved with
 predictors load those files and answer the same request: a float32 numpy
 batch [N, 3, S, S] in through an input handle, numpy logits out through
 `copy_to_cpu` (host transfers included). Paddle Inference runs with its
-defaults for CPU (oneDNN on, IR optimization on) and the same thread count.
+defaults for CPU (oneDNN on, IR optimization on) and the same thread count;
+pdx.inference with its defaults (pdx's oneDNN kernels on the CPU) and with
+`disable_mkldnn()` (plain XLA).
 Reported: the median of `--iters` timed runs after warm-up, per batch size,
 and the max |diff| of the two outputs.
 
@@ -49,7 +51,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", default="resnet18")
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
 
@@ -65,12 +67,14 @@ def main(argv=None) -> dict:
     layer.eval()
     paddle.jit.save(layer, f"{root}/model", input_spec=[InputSpec([None, 3, args.size, args.size], "float32", "x")])
     predictors = {}
-    for name, api in (("paddle inference", paddle_infer), ("pdx.inference", pdx_infer)):
+    for name, api in (("paddle inference", paddle_infer), ("pdx.inference", pdx_infer), ("pdx xla", pdx_infer)):
         config = api.Config(f"{root}/model.json", f"{root}/model.pdiparams")
         config.disable_gpu()
         config.set_cpu_math_library_num_threads(args.threads)
         if name == "paddle inference":
             config.disable_glog_info()
+        if name == "pdx xla":  # pdx with oneDNN off: XLA's own convolutions
+            config.disable_mkldnn()
         predictors[name] = api.create_predictor(config)
     rows = []
     for batch in args.batches:
@@ -80,8 +84,9 @@ def main(argv=None) -> dict:
             run = _handles_run(predictor, x)
             outs[name] = run()
             row[f"{name} ms"] = round(_median_ms(run, args.iters), 2)
-        row["pdx / paddle"] = round(row["pdx.inference ms"] / row["paddle inference ms"], 2)
-        row["max |diff|"] = float(np.abs(outs["pdx.inference"] - outs["paddle inference"]).max())
+        for name in ("pdx.inference", "pdx xla"):
+            row[f"{name} / paddle"] = round(row[f"{name} ms"] / row["paddle inference ms"], 2)
+            row[f"{name} max |diff|"] = float(np.abs(outs[name] - outs["paddle inference"]).max())
         rows.append(row)
         print(json.dumps(row), flush=True)
     return {"model": args.model, "size": args.size, "threads": args.threads, "rows": rows}
