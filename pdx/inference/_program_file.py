@@ -32,6 +32,7 @@ from pdx import _safefile
 __all__ = [
     "MAX_PARAMS_BYTES",
     "MAX_PROGRAM_BYTES",
+    "Block",
     "Feed",
     "Fetch",
     "ModelFormatError",
@@ -40,6 +41,7 @@ __all__ = [
     "Program",
     "read_params",
     "read_program",
+    "walk_ops",
 ]
 
 MAX_PROGRAM_BYTES = 512 << 20
@@ -47,9 +49,10 @@ MAX_PARAMS_BYTES = 16 << 30
 _MAX_LOD_LEVEL = 8
 _MAX_DESC_BYTES = 1 << 12
 _MAX_RANK = 16
+_MAX_BLOCK_DEPTH = 8  # control-flow ops nested in control-flow ops
 
 # PIR dialect numbers as the JSON writer spells them ("1.conv2d" is pd_op.conv2d).
-_DIALECTS = {"0": "builtin", "1": "pd_op"}
+_DIALECTS = {"0": "builtin", "1": "pd_op", "2": "cf"}
 _TYPE_DTYPES = {"t_f32": "float32", "t_f64": "float64", "t_f16": "float16", "t_bf16": "bfloat16",
                 "t_i64": "int64", "t_i32": "int32", "t_i16": "int16", "t_i8": "int8", "t_ui8": "uint8",
                 "t_bool": "bool", "t_c64": "complex64", "t_c128": "complex128"}
@@ -89,12 +92,33 @@ class Fetch(NamedTuple):
 
 
 class Op(NamedTuple):
-    """One computation op: `name` is "dialect.op" (e.g. "pd_op.conv2d"); value id 0 is an absent input."""
-    index: int
+    """One computation op: `name` is "dialect.op" (e.g. "pd_op.conv2d"); value id 0 is an absent input.
+
+    `index` is the op's position in the program's block ("12"; "12.1.3" is op 3 of the second block of op
+    12); `blocks` are the regions of a control-flow op (pd_op.if: true, false; pd_op.while: the body).
+    """
+    index: int | str
     name: str
     attrs: dict[str, Any]
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    blocks: tuple[Block, ...] = ()
+
+
+class Block(NamedTuple):
+    """A region of a control-flow op: the values bound on entry (`args`), its ops, and the values its
+    closing `cf.yield` returns. Its ops read values of the enclosing blocks; what they define stays inside."""
+    args: tuple[int, ...]
+    ops: tuple[Op, ...]
+    yields: tuple[int, ...]
+
+
+def walk_ops(ops):
+    """Every op of `ops`, those inside control-flow blocks included (depth first)."""
+    for op in ops:
+        yield op
+        for block in op.blocks:
+            yield from walk_ops(block.ops)
 
 
 class Program(NamedTuple):
@@ -161,9 +185,76 @@ def _tensor_type(node, path, where):
 
 
 def _value_id(node, path, where):
-    _need(isinstance(node, dict) and isinstance(node.get("%"), int) and not isinstance(node.get("%"), bool)
-          and node["%"] >= 0, path, where, f"a value reference must be {{'%': id >= 0}}, got {str(node)[:80]!r}")
+    # block arguments have negative ids; whether an id is defined where it is read is checked by the caller
+    _need(isinstance(node, dict) and isinstance(node.get("%"), int) and not isinstance(node.get("%"), bool),
+          path, where, f"a value reference must be {{'%': id}}, got {str(node)[:80]!r}")
     return node["%"]
+
+
+def _read_op(node, index, path, defined: set, depth: int) -> Op:
+    """One op (not a parameter) with its control-flow blocks; its outputs are added to `defined`."""
+    where = f"op #{index}"
+    _need(isinstance(node, dict) and isinstance(node.get("#"), str), path, where, "an op must be an object "
+          "with a '#' name")
+    dialect, _, opname = node["#"].partition(".")
+    _need(dialect in _DIALECTS, path, where, f"op {node['#']!r}: dialect number {dialect!r} is not one pdx "
+          f"reads ({sorted(_DIALECTS.items())})")
+    full = f"{_DIALECTS[dialect]}.{opname}"
+    raw_attrs = node.get("A", [])
+    _need(isinstance(raw_attrs, list), path, where, "attributes 'A' must be a list")
+    attrs = {}
+    for item in raw_attrs:
+        _need(isinstance(item, dict) and isinstance(item.get("N"), str), path, where,
+              "an attribute entry must be {'N': name, 'AT': value}")
+        attrs[item["N"]] = _attr(item.get("AT"), path, f"{where} ({full}) attribute {item['N']!r}")
+    raw_in, raw_out = node.get("I", []), node.get("O", [])
+    _need(isinstance(raw_in, list) and isinstance(raw_out, list), path, where, "'I' and 'O' must be lists")
+    inputs = tuple(_value_id(v, path, f"{where} ({full}) input") for v in raw_in)
+    for v in inputs:
+        _need(v in defined, path, f"{where} ({full})", f"input %{v} is used before it is defined")
+    blocks = _read_blocks(node, index, full, path, defined, depth)
+    outputs = []
+    for v in raw_out:
+        vid = _value_id(v, path, f"{where} ({full}) output")
+        _need(vid not in defined, path, where, f"value %{vid} is defined twice")
+        defined.add(vid)
+        outputs.append(vid)
+    return Op(index, full, attrs, inputs, tuple(outputs), blocks)
+
+
+def _read_blocks(node, index, full, path, defined: set, depth: int) -> tuple[Block, ...]:
+    """The regions of a control-flow op, each one block ending in cf.yield (values inside stay inside)."""
+    where = f"op #{index} ({full})"
+    regions = node.get("regions", [])
+    _need(isinstance(regions, list), path, where, "'regions' must be a list")
+    if regions:
+        _need(depth < _MAX_BLOCK_DEPTH, path, where, f"control-flow blocks nest deeper than {_MAX_BLOCK_DEPTH}")
+    blocks = []
+    for r, region in enumerate(regions):
+        _need(isinstance(region, dict) and isinstance(region.get("blocks"), list) and len(region["blocks"]) == 1,
+              path, f"{where} region {r}", "a region must hold one block")
+        block = region["blocks"][0]
+        _need(isinstance(block, dict) and isinstance(block.get("ops"), list)
+              and isinstance(block.get("args", []), list), path, f"{where} region {r}",
+              "a block must be an object with 'ops' and 'args' lists")
+        inner, args = set(defined), []
+        for a in block.get("args", []):
+            vid = a.get("#") if isinstance(a, dict) else None
+            _need(isinstance(vid, int) and not isinstance(vid, bool) and vid not in inner, path,
+                  f"{where} region {r}", f"a block argument must be {{'#': a new value id}}, got {str(a)[:80]!r}")
+            inner.add(vid)
+            args.append(vid)
+        ops, yields = [], None
+        for k, child in enumerate(block["ops"]):
+            op = _read_op(child, f"{index}.{r}.{k}", path, inner, depth + 1)
+            if op.name == "cf.yield":
+                _need(k == len(block["ops"]) - 1, path, f"op #{op.index}", "cf.yield must be the last op of its block")
+                yields = op.inputs
+            else:
+                ops.append(op)
+        _need(yields is not None, path, f"{where} region {r}", "the block does not end in cf.yield")
+        blocks.append(Block(tuple(args), tuple(ops), yields))
+    return tuple(blocks)
 
 
 def read_program(path, *, max_bytes: int = MAX_PROGRAM_BYTES) -> Program:
@@ -210,40 +301,20 @@ def read_program(path, *, max_bytes: int = MAX_PROGRAM_BYTES) -> Program:
             defined.add(vid)
             params.append(Param(name, vid, dtype, shape, bool(oa[0]), bool(oa[2])))
             continue
-        dialect, _, opname = node["#"].partition(".")
-        _need(dialect in _DIALECTS, path, where, f"op {node['#']!r}: dialect number {dialect!r} is not one pdx "
-              f"reads ({sorted(_DIALECTS.items())})")
-        full = f"{_DIALECTS[dialect]}.{opname}"
-        raw_attrs = node.get("A", [])
-        _need(isinstance(raw_attrs, list), path, where, "attributes 'A' must be a list")
-        attrs = {}
-        for item in raw_attrs:
-            _need(isinstance(item, dict) and isinstance(item.get("N"), str), path, where,
-                  "an attribute entry must be {'N': name, 'AT': value}")
-            attrs[item["N"]] = _attr(item.get("AT"), path, f"{where} ({full}) attribute {item['N']!r}")
-        raw_in, raw_out = node.get("I", []), node.get("O", [])
-        _need(isinstance(raw_in, list) and isinstance(raw_out, list), path, where, "'I' and 'O' must be lists")
-        inputs = tuple(_value_id(v, path, f"{where} ({full}) input") for v in raw_in)
-        for v in inputs:
-            _need(v in defined, path, f"{where} ({full})", f"input %{v} is used before it is defined")
-        outputs = []
-        for v in raw_out:
-            vid = _value_id(v, path, f"{where} ({full}) output")
-            _need(vid not in defined, path, where, f"value %{vid} is defined twice")
-            defined.add(vid)
-            outputs.append(vid)
-        if full == "pd_op.data":
-            _need(len(outputs) == 1 and isinstance(attrs.get("name"), str), path, where, "data op needs a name "
-                  "and one output")
-            dtype, shape = _tensor_type(raw_out[0].get("TT"), path, where)
-            feeds.append(Feed(attrs["name"], outputs[0], dtype, tuple(None if d < 0 else d for d in shape)))
+        op = _read_op(node, index, path, defined, 0)
+        if op.name == "pd_op.data":
+            _need(len(op.outputs) == 1 and isinstance(op.attrs.get("name"), str), path, where, "data op needs a "
+                  "name and one output")
+            dtype, shape = _tensor_type(node["O"][0].get("TT"), path, where)
+            feeds.append(Feed(op.attrs["name"], op.outputs[0], dtype, tuple(None if d < 0 else d for d in shape)))
             continue
-        if full == "pd_op.fetch":
-            _need(len(inputs) == 1 and isinstance(attrs.get("name"), str) and isinstance(attrs.get("col"), int),
-                  path, where, "fetch op needs a name, a col and one input")
-            fetches.append(Fetch(attrs["name"], inputs[0], attrs["col"]))
+        if op.name == "pd_op.fetch":
+            _need(len(op.inputs) == 1 and isinstance(op.attrs.get("name"), str)
+                  and isinstance(op.attrs.get("col"), int), path, where, "fetch op needs a name, a col and one input")
+            fetches.append(Fetch(op.attrs["name"], op.inputs[0], op.attrs["col"]))
             continue
-        body.append(Op(index, full, attrs, inputs, tuple(outputs)))
+        _need(op.name != "cf.yield", path, where, "cf.yield outside a control-flow block")
+        body.append(op)
     _need(feeds, path, "program", "no pd_op.data op: the program takes no input")
     _need(fetches, path, "program", "no pd_op.fetch op: the program returns nothing")
     fetches.sort(key=lambda f: f.col)

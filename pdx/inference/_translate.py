@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from pdx.inference._ops import OPS, PaddedRows, is_static
@@ -15,11 +16,14 @@ from pdx.inference._program_file import (
     Program,
     read_params,
     read_program,
+    walk_ops,
 )
 
 __all__ = ["PaddleProgram", "find_model_files", "is_paddle_model", "trim_outputs"]
 
 _PROGRAM_SUFFIXES = (".json", ".pdmodel")
+# Control-flow ops: run by the translator over their blocks (lax.cond / lax.while_loop), not by an OPS entry.
+CONTROL_FLOW = ("pd_op.if", "pd_op.while")
 
 
 def find_model_files(path, params_file=None) -> tuple[Path, Path | None]:
@@ -97,14 +101,15 @@ class PaddleProgram:
 
     def __init__(self, model_file, params_file):
         self.program: Program = _read_any_program(model_file)
-        unknown = [(op.index, op.name) for op in self.program.ops if op.name not in OPS]
+        unknown = [(op.index, op.name) for op in walk_ops(self.program.ops)
+                   if op.name not in OPS and op.name not in CONTROL_FLOW]
         if unknown:
             index, name = unknown[0]
             raise ModelFormatError(
                 f"{model_file}: op #{index} is {name!r}, which pdx cannot translate"
                 + (f" ({len(unknown)} ops of {len({n for _, n in unknown})} unsupported kinds: "
                    f"{sorted({n for _, n in unknown})})" if len(unknown) > 1 else "")
-                + f". Supported ops: {', '.join(sorted(OPS))}")
+                + f". Supported ops: {', '.join(sorted((*OPS, *CONTROL_FLOW)))}")
         self.values = read_params(params_file, self.program.params)
         self.model_file = os.fspath(model_file)
         self.params_file = None if params_file is None else os.fspath(params_file)
@@ -143,21 +148,32 @@ class PaddleProgram:
             env[p.value] = params.get(p.name) if p.persistable else None
         for feed, x in zip(self.program.feeds, inputs):
             env[feed.value] = x
-        for op in self.program.ops:
+        self._run(self.program.ops, env)
+        return [env[f.value] for f in self.program.fetches]
+
+    def _run(self, ops, env: dict) -> None:
+        """Run `ops` in order, reading and writing values in `env`."""
+        for op in ops:
             ins = [env[v] for v in op.inputs]
             if any(isinstance(v, PaddedRows) for v in ins):
                 raise ModelFormatError(
                     f"{self.model_file}: op #{op.index} ({op.name}) reads an output of multiclass_nms3, whose row "
                     "count depends on the data; pdx returns such outputs padded to a fixed size and trims them "
                     "when they are fetched, so they cannot feed further ops. Fetch the NMS outputs directly")
-            static = is_static(ins)
+            static = is_static(ins) and not op.blocks
             try:
-                if static:  # shapes and constants: computed now, so reshape targets stay Python ints
+                if op.name == "pd_op.if":
+                    outs = self._if(op, ins, env)
+                elif op.name == "pd_op.while":
+                    outs = self._while(op, ins, env)
+                elif static:  # shapes and constants: computed now, so reshape targets stay Python ints
                     with jax.ensure_compile_time_eval():
                         outs = OPS[op.name](ins, op.attrs)
                 else:
                     outs = OPS[op.name](ins, op.attrs)
             except (TypeError, ValueError, IndexError) as e:
+                if isinstance(e, ModelFormatError):
+                    raise
                 shapes = [getattr(v, "shape", None) if not isinstance(v, list) else "list" for v in ins]
                 raise ValueError(f"{self.model_file}: op #{op.index} ({op.name}, inputs {shapes}) failed: "
                                  f"{e}") from e
@@ -171,7 +187,60 @@ class PaddleProgram:
                 outs = tuple(np.asarray(o) if o is not None and not isinstance(o, list) else o for o in outs)
             for vid, value in zip(op.outputs, outs):
                 env[vid] = value
-        return [env[f.value] for f in self.program.fetches]
+
+    def _block(self, block, env: dict, args) -> list:
+        """The values `block` yields, run in a scope over `env` with its arguments bound to `args`."""
+        scope = dict(env)
+        scope.update(zip(block.args, args))
+        self._run(block.ops, scope)
+        return [scope[v] for v in block.yields]
+
+    def _if(self, op, ins, env) -> tuple:
+        """pd_op.if: a condition known at trace time picks its block now; a traced one is lax.cond."""
+        self._need_blocks(op, 2)
+        cond, (then, other) = ins[0], op.blocks
+        if is_static(cond):
+            return tuple(self._block(then if bool(np.asarray(cond).reshape(())) else other, env, ()))
+
+        def branch(block):
+            return lambda: [jnp.asarray(v) for v in self._block(block, env, ())]
+
+        return tuple(jax.lax.cond(jnp.reshape(cond, ()).astype(bool), branch(then), branch(other)))
+
+    def _while(self, op, ins, env) -> tuple:
+        """pd_op.while(cond, *vars): the body binds vars and yields (cond, *vars); lax.while_loop.
+
+        XLA's loop keeps each variable's shape and dtype: a body that changes a shape is refused, naming the
+        variable (a body's dtype drift, such as int64 narrowed to int32, is cast back).
+        """
+        self._need_blocks(op, 1)
+        (body,) = op.blocks
+        if len(body.args) != len(ins) - 1 or len(body.yields) != len(ins):
+            raise ModelFormatError(f"{self.model_file}: op #{op.index} (pd_op.while) has {len(ins) - 1} loop "
+                                   f"variables, its body binds {len(body.args)} and yields {len(body.yields)} "
+                                   "(the condition, then each variable)")
+        carry = tuple(jnp.asarray(v) for v in ins)
+
+        def step(values):
+            new = self._block(body, env, values[1:])
+            out = []
+            for i, (v, old) in enumerate(zip(new, values)):
+                v = jnp.asarray(v)
+                if v.shape != old.shape:
+                    raise ModelFormatError(
+                        f"{self.model_file}: op #{op.index} (pd_op.while): loop variable {i} (value "
+                        f"%{op.inputs[i]}) has shape {list(old.shape)} on entry and {list(v.shape)} after the body; "
+                        "pdx compiles a while loop with fixed shapes (pad the variable to its largest size)")
+                out.append(v.astype(old.dtype))
+            return tuple(out)
+
+        final = jax.lax.while_loop(lambda values: jnp.reshape(values[0], ()).astype(bool), step, carry)
+        return tuple(final[1:])
+
+    def _need_blocks(self, op, n: int) -> None:
+        if len(op.blocks) != n:
+            raise ModelFormatError(f"{self.model_file}: op #{op.index} ({op.name}) needs {n} block(s), the "
+                                   f"program gives it {len(op.blocks)}")
 
 
 def trim_outputs(outputs) -> list:
