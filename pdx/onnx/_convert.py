@@ -17,6 +17,7 @@ JAX internals used here (and only here): `_DimExpr._evaluate(env)` and
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import pathlib
 
@@ -109,6 +110,17 @@ class OnnxGraph:
         self._dim_sources: dict[str, tuple[str, int]] = {}  # symbol -> (graph input, axis)
         self._dims: dict[str, _Dim] = {}
         self._shape_of: dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def subgraph(self):
+        """Nodes emitted inside the block go to a list of their own (an If branch, a Loop body), which the block
+        receives; runtime dims read inside stay inside (they are values of the subgraph, not of the graph)."""
+        saved = self.nodes, dict(self._dims), dict(self._shape_of)
+        self.nodes = []
+        try:
+            yield self.nodes
+        finally:
+            self.nodes, self._dims, self._shape_of = saved
 
     def fresh(self, hint: str) -> str:
         self._counts[hint] += 1

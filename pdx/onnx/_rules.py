@@ -2,8 +2,10 @@
 
 `RULES` is the registry the converter reads (`_convert.emit_jaxpr`); a
 primitive missing from it, or a form of one a rule cannot write (a
-transposed convolution, an interior pad, a `while` loop), raises
-`UnsupportedPrimitiveError` naming it and the model line it came from.
+transposed convolution, an interior pad, a switch of more than two
+branches), raises `UnsupportedPrimitiveError` naming it and the model line
+it came from. `cond` becomes ONNX `If` and `while` becomes `Loop`, their
+jaxprs written as subgraphs that read the values around them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import string
 import types
 
 import numpy as np
+from onnx import TensorProto, helper
 
 from pdx.onnx._convert import _Const
 from pdx.onnx._convert import OnnxGraph, UnsupportedPrimitiveError, emit_jaxpr, is_symbolic, materialize, onnx_dtype
@@ -534,14 +537,68 @@ def _scan(graph, eqn, ins):
 _scan.lazy_inputs = True
 
 
+def _subgraph_io(name: str, aval) -> object:
+    """A subgraph input/output: its element type (its shape is left open: dims are the outer graph's)."""
+    return helper.make_tensor_value_info(name, onnx_dtype(aval.dtype, f"the value {name!r}"), None)
+
+
+def _emit_closed(graph, closed, ins, path):
+    outs = emit_jaxpr(graph, closed.jaxpr, list(closed.consts), list(ins), path=path, origin=graph.origin)
+    return [materialize(graph, o) for o in outs]
+
+
+def _branch(graph, closed, operands, path):
+    """An If branch: the subgraph of `closed` over the outer values `operands`."""
+    with graph.subgraph() as nodes:
+        outs = [graph.op("Identity", [o]) for o in _emit_closed(graph, closed, operands, path)]
+    return helper.make_graph(nodes, graph.fresh(path.replace(" ", "_")), [],
+                             [_subgraph_io(n, v.aval) for n, v in zip(outs, closed.jaxpr.outvars)])
+
+
 def _cond(graph, eqn, ins):
-    _unsupported(graph, "data-dependent control flow (lax.cond / if on a traced value)",
-                 "ONNX If is not written yet; compute both branches and pick with pdx.where")
+    """lax.cond as ONNX If (branch 1 when the index is nonzero, as lax.cond's boolean form)."""
+    branches = eqn.params["branches"]
+    if len(branches) != 2:
+        _unsupported(graph, f"a switch over {len(branches)} branches", "write it as nested two-way conds")
+    where = graph.where
+    pred = graph.op("Cast", [ins[0]], to=TensorProto.BOOL)
+    else_branch = _branch(graph, branches[0], ins[1:], "cond false")
+    then_branch = _branch(graph, branches[1], ins[1:], "cond true")
+    graph.where = where
+    return graph.op("If", [pred], outputs=[graph.fresh("if") for _ in eqn.outvars], then_branch=then_branch,
+                    else_branch=else_branch)
 
 
 def _while(graph, eqn, ins):
-    _unsupported(graph, "a while loop (lax.while_loop / fori_loop with traced bounds)",
-                 "use a loop of fixed length (lax.scan, a Python for) so it can be unrolled")
+    """lax.while_loop as ONNX Loop with no trip limit: the condition on the initial carry outside, the body and
+    the condition on its result inside."""
+    p = eqn.params
+    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+    nc, nb = int(p["cond_nconsts"]), int(p["body_nconsts"])
+    cond_consts, body_consts, init = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
+    where = graph.where
+    (first,) = _emit_closed(graph, cond, [*cond_consts, *init], "while condition")
+    avals = [v.aval for v in body.jaxpr.outvars]
+    with graph.subgraph() as nodes:
+        step, keep = graph.fresh("loop_step"), graph.fresh("loop_cond")
+        carry = [graph.fresh("loop_carry") for _ in init]
+        new = _emit_closed(graph, body, [*body_consts, *carry], "while body")
+        (again,) = _emit_closed(graph, cond, [*cond_consts, *new], "while condition")
+        outs = [graph.op("Identity", [again])] + [graph.op("Identity", [v]) for v in new]
+    inputs = [helper.make_tensor_value_info(step, TensorProto.INT64, []),
+              helper.make_tensor_value_info(keep, TensorProto.BOOL, [])]
+    inputs += [_subgraph_io(n, a) for n, a in zip(carry, avals)]
+    outputs = [helper.make_tensor_value_info(outs[0], TensorProto.BOOL, None)]
+    outputs += [_subgraph_io(n, a) for n, a in zip(outs[1:], avals)]
+    loop_body = helper.make_graph(nodes, graph.fresh("while_body"), inputs, outputs)
+    graph.where = where
+    return graph.op("Loop", ["", first, *init], outputs=[graph.fresh("loop") for _ in init], body=loop_body)
+
+
+def _dim_as_value(graph, eqn, ins):
+    """A symbolic dim used as a value (a mean over a dynamic batch): the input's dim at run time."""
+    scalar = graph.op("Reshape", [graph.dim(eqn.params["dim"]), graph.ints([])])
+    return [graph.op("Cast", [scalar], to=onnx_dtype(eqn.outvars[0].aval.dtype, graph.where))]
 
 
 def _random(graph, eqn, ins):
@@ -568,10 +625,10 @@ RULES: types.MappingProxyType = types.MappingProxyType({
     "concatenate": _concatenate, "stack": _stack, "pad": _pad, "iota": _iota, "split": _split, "gather": _gather,
     "pjit": _inline, "jit": _inline, "closed_call": _inline, "core_call": _inline, "remat": _inline,
     "checkpoint": _inline, "custom_jvp_call": _inline, "custom_vjp_call": _inline,
-    "custom_vjp_call_jaxpr": _inline, "scan": _scan, "cond": _cond, "while": _while,
+    "custom_vjp_call_jaxpr": _inline, "scan": _scan, "cond": _cond, "while": _while, "dim_as_value": _dim_as_value,
     "random_bits": _random, "random_seed": _random, "random_wrap": _random, "random_unwrap": _random,
     "threefry2x32": _random,
 })
 
 # Primitives with a rule that writes ONNX (the refusals above only explain themselves).
-SUPPORTED = tuple(sorted(name for name, rule in RULES.items() if rule not in (_cond, _while, _random)))
+SUPPORTED = tuple(sorted(name for name, rule in RULES.items() if rule is not _random))

@@ -214,3 +214,24 @@ def test_malformed_control_flow_is_refused_naming_the_op(saved, tmp_path):
             inference.create_predictor(inference.Config(str(target))).run([np.ones((2, 4), "float32")])
         assert "model.json" in str(info.value), str(info.value)
         assert "op #" in str(info.value) or edit is deep, str(info.value)  # the JSON depth cap names no op
+
+
+def test_onnx_files_of_the_control_flow_programs_equal_paddle_inference(saved, tmp_path):
+    """pdx.onnx writes the imported branches and loops as ONNX If and Loop; onnxruntime equals Paddle Inference."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from pdx.static import InputSpec
+
+    for name, (path, cases) in saved.items():
+        net = pdx.jit.load(str(path / "model"))
+        file = pdx.onnx.export(net, str(tmp_path / name), [InputSpec([None, 4], "float32", "x")])
+        onnx.checker.check_model(str(file))
+        ops = {n.op_type for n in onnx.load(str(file)).graph.node}
+        assert ops & {"If", "Loop"}, (name, ops)
+        session = ort.InferenceSession(str(file), providers=["CPUExecutionProvider"])
+        for batch, runs in cases.items():
+            for x, want in runs:
+                got = session.run(None, {session.get_inputs()[0].name: x})
+                for g, w in zip(got, want):
+                    assert g.shape == w.shape, (name, g.shape, w.shape)
+                    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{name} batch {batch}")

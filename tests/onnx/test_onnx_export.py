@@ -237,3 +237,34 @@ def test_symbolic_dim_arithmetic(tmp_path, rng):
         x = rng.standard_normal((b, t, 4)).astype("float32")
         got = session.run(None, {"x": x})[0]
         np.testing.assert_allclose(got, np.asarray(net(pdx.to_tensor(x))), atol=1e-5)
+
+
+def test_branches_and_loops_become_if_and_loop(tmp_path, rng):
+    """Python `if` / `while` on tensors, converted under pdx.jit to lax.cond / lax.while_loop, are written as
+    ONNX If and Loop (no trip limit); inputs take both branches and loops of different lengths."""
+
+    class Gated(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.fc(x)
+            if y.mean() > 0:
+                y = pdx.tanh(y) * 2.0 + 1.0
+            else:
+                y = y - 3.0
+            steps = pdx.zeros([], "float32")
+            while y.abs().max() > 0.1:  # halves until small: the trip count depends on the data
+                y = y * 0.5
+                steps = steps + 1.0
+            return y, steps
+
+    layer = Gated()
+    inputs = [[np.abs(rng.standard_normal((b, 4))).astype("float32") * s] for b in (1, 7) for s in (1.0, -1.0, 40.0)]
+    file = _run_both(layer, tmp_path / "gated", [InputSpec([None, 4], "float32", "x")], inputs)
+    ops = {n.op_type for n in onnx.load(str(file)).graph.node}
+    assert {"If", "Loop"} <= ops, ops
+    session = ort.InferenceSession(str(file), providers=["CPUExecutionProvider"])
+    steps = {float(session.run(None, {"x": x})[1]) for (x,) in inputs}
+    assert len(steps) >= 3, steps
