@@ -175,13 +175,48 @@ def _linear_taps(size, out, ratio, align_flag):
     return lo, hi, frac.astype(np.float32)
 
 
+# Paddle's layouts per rank for the modes resampled by pdx's F.interpolate
+_RESIZE_FORMATS = {3: {"NCHW": "NCW", "NCW": "NCW", "NHWC": "NWC", "NWC": "NWC"},
+                   4: {"NCHW": "NCHW", "NHWC": "NHWC"},
+                   5: {"NCHW": "NCDHW", "NCDHW": "NCDHW", "NHWC": "NDHWC", "NDHWC": "NDHWC"}}
+
+
+def _resize(ins, a):
+    """pd_op.bicubic_interp / trilinear_interp / linear_interp (and 5-D nearest) through pdx's F.interpolate,
+    which follows Paddle's kernels (ratio 1 / scale when a scale is given, in / out otherwise)."""
+    x, method = ins[0], a.get("interp_method", "bilinear")
+    n = x.ndim - 2
+    fmt = _RESIZE_FORMATS.get(x.ndim, {}).get(a.get("data_format", "NCHW"))
+    if fmt is None:
+        raise ValueError(f"{method} interpolation of a {x.ndim}-D input in layout {a.get('data_format')!r} is not "
+                         "supported")
+    out_size, size_tensor, scale_tensor = (list(ins) + [None] * 4)[1:4]
+    sizes, scale = None, None
+    if size_tensor is not None and size_tensor != []:
+        sizes = _ints(size_tensor)[:n]
+    elif out_size is not None:
+        sizes = _ints(out_size)[:n]
+    else:
+        if scale_tensor is not None:
+            scale = [float(v) for v in np.asarray(scale_tensor, np.float32).reshape(-1)]
+        elif a.get("scale"):
+            scale = [float(v) for v in a["scale"]]
+        if scale and all(v > 0 for v in scale):
+            scale = scale * n if len(scale) == 1 else scale[:n]
+        else:
+            scale, sizes = None, [int(a.get(k, -1)) for k in ("out_d", "out_h", "out_w")[-n:]]
+    if sizes is not None and any(v <= 0 for v in sizes):
+        raise ValueError(f"the output size {sizes} (out_d/out_h/out_w, scale={a.get('scale')}) must be positive")
+    return F.interpolate(x, size=sizes, scale_factor=scale, mode=method, align_corners=bool(a.get("align_corners",
+                         False)), align_mode=int(a.get("align_mode", 1)), data_format=fmt)
+
+
 def _interp(ins, a):
     """pd_op.nearest_interp / bilinear_interp on a 4-D input, with Paddle's index and weight arithmetic."""
     x = ins[0]
     method = a.get("interp_method", "bilinear")
     if x.ndim != 4 or method not in ("nearest", "bilinear"):
-        raise ValueError(f"{method} interpolation of a {x.ndim}-D input is not supported; pdx translates nearest "
-                         "and bilinear interpolation of NCHW / NHWC images")
+        return _resize(ins, a)
     nhwc = a.get("data_format", "NCHW") == "NHWC"
     h_axis, w_axis = (1, 2) if nhwc else (2, 3)
     in_h, in_w = x.shape[h_axis], x.shape[w_axis]
@@ -823,6 +858,7 @@ _TABLE = {
     "pd_op.conv2d": _conv, "pd_op.depthwise_conv2d": _conv, "pd_op.conv3d": _conv, "pd_op.pool2d": _pool2d,
     "pd_op.conv2d_transpose": _conv_transpose, "pd_op.depthwise_conv2d_transpose": _conv_transpose,
     "pd_op.conv3d_transpose": _conv_transpose, "pd_op.nearest_interp": _interp, "pd_op.bilinear_interp": _interp,
+    "pd_op.bicubic_interp": _resize, "pd_op.trilinear_interp": _resize, "pd_op.linear_interp": _resize,
     "pd_op.batch_norm": _batch_norm, "pd_op.batch_norm_": _batch_norm, "pd_op.layer_norm": _layer_norm,
     "pd_op.group_norm": _group_norm,
     "pd_op.full": _full, "pd_op.full_int_array": _full_int_array, "pd_op.full_with_tensor": _full_with_tensor,

@@ -388,8 +388,10 @@ def _adapt(b: _Builder, op) -> None:
                                        "dilations", "data_format") if k in a}
         b.emit(f"pd_op.{t}", attrs, (get("Input"), get("Filter"), b.const(a.get("output_size", []))),
                (out("Output"),))
-    elif t in ("nearest_interp_v2", "bilinear_interp_v2"):
-        attrs = {"data_format": a.get("data_layout", "NCHW"), "out_h": int(a.get("out_h", -1)),
+    elif t in ("nearest_interp_v2", "bilinear_interp_v2", "bicubic_interp_v2", "trilinear_interp_v2",
+               "linear_interp_v2"):
+        attrs = {"data_format": a.get("data_layout", "NCHW"), "out_d": int(a.get("out_d", -1)),
+                 "out_h": int(a.get("out_h", -1)),
                  "out_w": int(a.get("out_w", -1)), "scale": [float(v) for v in a.get("scale", [])],
                  "interp_method": a.get("interp_method", t.split("_")[0]),
                  "align_corners": bool(a.get("align_corners", False)), "align_mode": int(a.get("align_mode", 1))}
