@@ -795,6 +795,22 @@ def _multiclass_nms3(ins, a):
     return PaddedRows(rows, counts), PaddedRows(index, counts), counts
 
 
+def _matrix_nms(ins, a):
+    """pd_op.matrix_nms on (N, M, 4) boxes and (N, C, M) scores: Out and Index as `PaddedRows` (up to keep_top_k
+    rows per image), RoisNum the real rows per image (pdx.vision.ops.matrix_nms_padded, Paddle's arithmetic)."""
+    from pdx.vision.ops import matrix_nms_padded  # one implementation with pdx.vision.ops.matrix_nms
+
+    boxes, scores = ins[0], ins[1]
+    if boxes.ndim != 3 or scores.ndim != 3:
+        raise ValueError(f"matrix_nms: boxes {list(boxes.shape)} must be (N, M, 4) and scores {list(scores.shape)} "
+                         "(N, C, M)")
+    rows, index, counts = matrix_nms_padded(
+        boxes, scores, a["score_threshold"], a["post_threshold"], int(a.get("nms_top_k", -1)),
+        int(a.get("keep_top_k", -1)), bool(a.get("use_gaussian", False)), float(a.get("gaussian_sigma", 2.0)),
+        int(a.get("background_label", 0)), bool(a.get("normalized", True)))
+    return PaddedRows(rows, counts), PaddedRows(index, counts), counts
+
+
 # ---- builtin -----------------------------------------------------------------------------------
 
 
@@ -878,7 +894,7 @@ _TABLE = {
     "pd_op.softmax": _softmax, "pd_op.log_softmax": _log_softmax, "pd_op.gelu": _gelu,
     "pd_op.hardsigmoid": _hardsigmoid, "pd_op.leaky_relu": _leaky_relu, "pd_op.pow": _pow, "pd_op.clip": _clip,
     "pd_op.gather": _gather, "pd_op.index_select": _gather, "pd_op.where": _where, "pd_op.rnn": _rnn,
-    "pd_op.yolo_box": _yolo_box, "pd_op.multiclass_nms3": _multiclass_nms3,
+    "pd_op.yolo_box": _yolo_box, "pd_op.multiclass_nms3": _multiclass_nms3, "pd_op.matrix_nms": _matrix_nms,
     "pd_op.assign": _identity, "pd_op.share_data_": _identity,
     "builtin.combine": _combine, "builtin.split": _builtin_split, "builtin.slice": _builtin_slice,
     **{f"pd_op.{k}": _unary(f) for k, f in _UNARY.items()},

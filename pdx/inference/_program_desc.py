@@ -415,6 +415,10 @@ def _adapt(b: _Builder, op) -> None:
                                    "nms_eta", "background_label") if k in a}
         b.emit("pd_op.multiclass_nms3", attrs, (get("BBoxes"), get("Scores"), get("RoisNum")),
                (out("Out"), out("Index"), out("NmsRoisNum")))
+    elif t == "matrix_nms":
+        attrs = {k: a[k] for k in ("score_threshold", "post_threshold", "nms_top_k", "keep_top_k", "use_gaussian",
+                                   "gaussian_sigma", "normalized", "background_label") if k in a}
+        b.emit("pd_op.matrix_nms", attrs, (get("BBoxes"), get("Scores")), (out("Out"), out("Index"), out("RoisNum")))
     elif t == "masked_fill":
         b.emit("pd_op.masked_fill", {}, (get("x"), get("mask"), get("value")), (out("out"),))
     elif t == "stanh":

@@ -6,6 +6,7 @@ written as JAX compositions and checked against paddle.
     roi_align, roi_pool, psroi_pool RoI pooling (+ RoIAlign, RoIPool, PSRoIPool layers)
     deform_conv2d, DeformConv2D     deformable convolution v1 / v2 (mask)
     nms, matrix_nms                 non-maximum suppression
+    matrix_nms_padded               matrix_nms with fixed shapes, for compiled code (pdx's)
     generate_proposals              RPN proposals
     distribute_fpn_proposals        RoIs to FPN levels
     read_file, decode_jpeg          file bytes, JPEG decoding on the host
@@ -28,6 +29,7 @@ from pdx.vision.ops._image import decode_jpeg
 from pdx.vision.ops._image import read_file
 from pdx.vision.ops._layers import ConvNormActivation
 from pdx.vision.ops._nms import matrix_nms
+from pdx.vision.ops._nms import matrix_nms_padded
 from pdx.vision.ops._nms import nms
 from pdx.vision.ops._proposals import distribute_fpn_proposals
 from pdx.vision.ops._proposals import generate_proposals
@@ -45,6 +47,6 @@ __all__ = [
     "distribute_fpn_proposals", "generate_proposals",
     "read_file", "decode_jpeg",
     "roi_pool", "RoIPool", "psroi_pool", "PSRoIPool", "roi_align", "RoIAlign",
-    "nms", "matrix_nms",
+    "nms", "matrix_nms", "matrix_nms_padded",
     "ConvNormActivation",
 ]

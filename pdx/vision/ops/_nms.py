@@ -17,7 +17,7 @@ import numpy as np
 
 from pdx.vision.ops._common import float_array, is_concrete
 
-__all__ = ["nms", "matrix_nms"]
+__all__ = ["nms", "matrix_nms", "matrix_nms_padded"]
 
 _EAGER = ("{op} returns as many boxes as survive suppression, a size known only from the values, so it runs "
           "eagerly (outside pdx.jit); inside a compiled function use pdx.models.detection.nms, which returns "
@@ -184,27 +184,63 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
     bboxes = float_array(bboxes, op, "bboxes", ndim=3, last=4)
     scores = float_array(scores, op, "scores", ndim=3).astype(bboxes.dtype)
     _require_eager(op, bboxes, scores)
+    rows, index, counts = matrix_nms_padded(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k,
+                                            use_gaussian, gaussian_sigma, background_label, normalized)
+    rows, index, counts = np.asarray(rows), np.asarray(index), np.asarray(counts)
+    out = jnp.asarray(np.concatenate([rows[i, :c] for i, c in enumerate(counts)]) if len(counts) else
+                      np.zeros((0, 6)), bboxes.dtype)
+    num = jnp.asarray(counts, jnp.int32) if return_rois_num else None
+    idx = jnp.asarray(np.concatenate([index[i, :c] for i, c in enumerate(counts)]) if len(counts) else
+                      np.zeros((0, 1), np.int32)) if return_index else None
+    return out, num, idx
+
+
+def matrix_nms_padded(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
+                      gaussian_sigma=2.0, background_label=0, normalized=True):
+    """`matrix_nms` with fixed shapes, for compiled code: (rows [N, W, 6], index [N, W, 1], counts [N]).
+
+    Image i's detections are `rows[i, :counts[i]]` (the rest are zeros); W is the number of candidates (each
+    class but the background's min(nms_top_k, M)), at most keep_top_k. `matrix_nms` is this, trimmed on the
+    host. pdx's (no Paddle name).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> boxes = jnp.array([[[0.0, 0, 1, 1], [0, 0, 0.9, 1]]])
+      >>> rows, index, counts = matrix_nms_padded(boxes, jnp.array([[[0.1, 0.1], [0.9, 0.8]]]), 0.05, 0.3, -1, 4)
+      >>> rows.shape, counts.tolist()
+      ((1, 2, 6), [1])
+    """
+    op = "matrix_nms_padded"
+    bboxes = float_array(bboxes, op, "bboxes", ndim=3, last=4)
+    scores = float_array(scores, op, "scores", ndim=3).astype(bboxes.dtype)
     n, m = bboxes.shape[:2]
     if scores.shape[0] != n or scores.shape[2] != m:
-        raise ValueError(f"matrix_nms: scores must be [N, C, M] = [{n}, C, {m}]; got {tuple(scores.shape)}")
-    classes = [c for c in range(scores.shape[1]) if c != background_label]
-    class_scores = scores[:, jnp.asarray(classes, jnp.int32)] if classes else scores[:, :0]
-    order, decayed = _matrix_decay_all(bboxes, class_scores, int(nms_top_k), float(score_threshold),
-                                       bool(use_gaussian), float(gaussian_sigma), bool(normalized))
-    order, decayed, boxes_np = np.asarray(order), np.asarray(decayed), np.asarray(bboxes)
-    rows, index, rois_num = [], [], []
-    for i in range(n):
-        cls_i, pos = np.nonzero(decayed[i] > post_threshold)
-        s = decayed[i][cls_i, pos]
-        sel = np.argsort(-s, kind="stable")
-        if keep_top_k > -1:
-            sel = sel[:keep_top_k]
-        box_idx = order[i][cls_i[sel], pos[sel]]
-        labels = np.asarray(classes, np.float32)[cls_i[sel]]
-        rows.append(np.concatenate([labels[:, None], s[sel][:, None], boxes_np[i][box_idx]], 1))
-        index.append(i * m + box_idx)
-        rois_num.append(len(sel))
-    out = jnp.asarray(np.concatenate(rows, 0) if rows else np.zeros((0, 6)), bboxes.dtype)
-    num = jnp.asarray(rois_num, jnp.int32) if return_rois_num else None
-    idx = jnp.asarray(np.concatenate(index)[:, None]) if return_index else None
-    return out, num, idx
+        raise ValueError(f"{op}: scores must be [N, C, M] = [{n}, C, {m}]; got {tuple(scores.shape)}")
+    classes = tuple(c for c in range(scores.shape[1]) if c != background_label)
+    return _matrix_nms_rows(bboxes, scores, classes, float(score_threshold), float(post_threshold), int(nms_top_k),
+                            int(keep_top_k), bool(use_gaussian), float(gaussian_sigma), bool(normalized))
+
+
+@functools.partial(jax.jit, static_argnums=tuple(range(2, 10)))
+def _matrix_nms_rows(bboxes, scores, classes, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian,
+                     gaussian_sigma, normalized):
+    n, m = bboxes.shape[:2]
+    k = m if nms_top_k < 0 else min(nms_top_k, m)
+    total = len(classes) * k
+    width = total if keep_top_k < 0 else min(keep_top_k, total)
+    if width == 0:
+        return (jnp.zeros((n, 0, 6), bboxes.dtype), jnp.zeros((n, 0, 1), jnp.int32), jnp.zeros((n,), jnp.int32))
+    order, decayed = _matrix_decay_all(bboxes, scores[:, jnp.asarray(classes, jnp.int32)], nms_top_k,
+                                       score_threshold, use_gaussian, gaussian_sigma, normalized)
+    flat, order = decayed.reshape(n, total), order.reshape(n, total)
+    valid = flat > post_threshold
+    # every image's detections by decayed score, descending; ties keep (class, candidate) order
+    sel = jnp.argsort(jnp.where(valid, -flat, jnp.inf), axis=-1, stable=True)[:, :width]
+    counts = jnp.minimum(valid.sum(-1), width).astype(jnp.int32)
+    real = jnp.arange(width)[None, :] < counts[:, None]
+    box = jnp.take_along_axis(order, sel, axis=-1)
+    labels = jnp.asarray(classes, bboxes.dtype)[sel // k]
+    rows = jnp.concatenate([labels[..., None], jnp.take_along_axis(flat, sel, axis=-1)[..., None],
+                            jax.vmap(lambda b, i: b[i])(bboxes, box)], axis=-1)
+    index = box.astype(jnp.int32) + (jnp.arange(n, dtype=jnp.int32) * m)[:, None]
+    return jnp.where(real[..., None], rows, 0), jnp.where(real, index, 0)[..., None], counts
