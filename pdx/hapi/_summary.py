@@ -34,12 +34,23 @@ def _known_batch(shape, fname):
     return tuple(int(d) for d in shape)
 
 
+def _is_spec(x) -> bool:
+    """An InputSpec (or anything with a shape and a dtype that is not an array)."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not hasattr(x, "__array__") \
+        and not isinstance(x, (list, tuple))
+
+
 def _input_specs(input_size, dtypes, input, fname):
     if input is not None:
         arrays = list(input) if isinstance(input, (list, tuple)) else [input]
         return [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
     if input_size is None:
         raise ValueError(f"{fname}: pass input_size (e.g. (1, 3, 224, 224)) or input=<example tensor>")
+    specs = [input_size] if _is_spec(input_size) else list(input_size) if isinstance(input_size, (list, tuple)) else []
+    if specs and all(_is_spec(s) for s in specs):  # InputSpecs (Paddle's form too): their shapes and dtypes
+        if dtypes is None:
+            dtypes = [s.dtype for s in specs]
+        input_size = [tuple(s.shape) for s in specs]
     if isinstance(input_size, (list, tuple)) and input_size and all(isinstance(s, (list, tuple)) for s in input_size):
         sizes = [tuple(s) for s in input_size]
     elif isinstance(input_size, (list, tuple)):
@@ -123,7 +134,7 @@ def summary(net, input_size=None, dtypes=None, input=None):
     Args:
       net: a `pdx.nn.Layer`.
       input_size: one input shape with the batch dimension, e.g. (1, 1, 28, 28),
-        or a list of shapes for several inputs.
+        or a list of shapes for several inputs; or InputSpecs (their dtypes are used; a None batch is 1).
       dtypes: a dtype name, or one per input (default 'float32').
       input: example tensors instead of input_size.
 

@@ -81,6 +81,25 @@ def test_summary_matches_paddle(paddle, capsys):
     assert all(np.array_equal(before[k], np.asarray(v)) for k, v in net.state_dict().items())  # nothing ran on it
 
 
+def test_summary_takes_input_specs_as_paddle_does(paddle, capsys):
+    theirs = paddle.summary(_paddle_lenet(paddle), input_size=paddle.static.InputSpec([None, 1, 28, 28], "float32"))
+    spec = pdx.static.InputSpec([None, 1, 28, 28], "float32", "image")
+    ours = pdx.summary(_pdx_lenet(), input_size=spec)
+    assert ours == {"total_params": int(theirs["total_params"]), "trainable_params": int(theirs["trainable_params"])}
+    assert "[1, 10]" in capsys.readouterr().out  # the None batch is summarized as 1
+
+    class Two(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 2), nn.Embedding(10, 2)
+
+        def forward(self, x, ids):
+            return self.a(x) + self.b(ids)
+
+    specs = (pdx.static.InputSpec([None, 4], "float32"), pdx.static.InputSpec([None], "int32"))
+    assert pdx.summary(Two(), input_size=specs) == {"total_params": 30, "trainable_params": 30}  # int ids: dtypes kept
+
+
 def test_summary_counts_frozen_parameters(capsys):
     net = nn.Sequential(nn.Linear(4, 3, weight_attr=pdx.ParamAttr(trainable=False)), nn.Linear(3, 2))
     assert pdx.summary(net, (2, 4)) == {"total_params": 23, "trainable_params": 11}  # 12 frozen weights
