@@ -16,6 +16,7 @@ import pytest
 
 from pdx import text
 from pdx.models.llama import LlamaConfig, LlamaForCausalLM, LLMEngine, SamplingParams
+from pdx.models.llama._engine import prefill_groups
 from pdx.models.llama._paged import BlockPool, BlockTable, block_key
 
 MAX_LEN, WIDTH = 128, 128
@@ -120,6 +121,13 @@ def test_block_pool_shares_prefixes_counts_references_and_evicts_least_recently_
         pool.release(3)
 
 
+def test_prefill_groups_split_by_length_only_where_padding_costs_more_than_a_call():
+    assert prefill_groups([100, 90, 20, 18], max_rows=16, max_width=512) == [(0, 2), (2, 4)]
+    assert prefill_groups([64, 60, 50, 40], max_rows=16, max_width=512) == [(0, 4)]  # one width fits all
+    assert prefill_groups([300, 120, 110, 100, 30, 20, 17], max_rows=16, max_width=512) == [(0, 1), (1, 5), (5, 7)]
+    assert prefill_groups([16], max_rows=16, max_width=512) == [(0, 1)]
+
+
 def test_block_pool_rejects_bad_sizes():
     with pytest.raises(ValueError, match="num_blocks must be a positive int; got 0"):
         BlockPool(0, 16)
@@ -151,6 +159,21 @@ def test_crowd_equals_full_forward_greedy_and_requests_alone(engine, tok, forwar
     usage = engine.kv_usage()
     assert usage["blocks_used"] == 0 and usage["tokens_held"] == 0 and usage["kv_bytes_used"] == 0
     assert usage["blocks_cached_free"] > 0 and usage["blocks_total"] == 22
+
+
+def test_prompts_of_mixed_lengths_prefill_in_calls_by_length_and_equal_the_reference(model, tok, forward):
+    docs = text.bundled_corpus()
+    prompts = [tok.encode(" ".join(docs[i].split()[:words]))[:100] for i, words in
+               enumerate([60, 4, 50, 3, 5, 45, 2, 40])]
+    params = [SamplingParams(max_tokens=4, temperature=0) for _ in prompts]
+    eng = LLMEngine(model, tok, max_slots=8, max_len=MAX_LEN, block_size=8, num_blocks=160, max_prefill_tokens=512)
+    try:
+        requests, _ = run_all(eng, prompts, params)
+        assert eng.stats["prefill_calls"] > eng.stats["prefills"], eng.stats  # the short prompts ran apart
+    finally:
+        eng.close()
+    for p, sp, r in zip(prompts, params, requests):
+        assert r.tokens == greedy_reference(forward, p, sp.max_tokens, tok.eos_token_id), len(p)
 
 
 def test_seeded_sampling_is_the_same_in_a_crowd_and_alone(engine, tok):

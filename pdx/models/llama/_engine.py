@@ -212,6 +212,33 @@ def _bucket(n: int, low: int = 1) -> int:
     return size
 
 
+# A compiled call's fixed cost, in prompt tokens computed, for choosing how to group a step's prefill rows.
+_CALL_COST_TOKENS = 32
+
+
+def prefill_groups(lengths, max_rows: int, max_width: int) -> list[tuple[int, int]]:
+    """Split chunk lengths (sorted, longest first) into at most 3 runs, one compiled call each, computing the
+    fewest padded tokens: a call is as wide as its longest chunk (a power of 2, at least 16) and holds a power
+    of 2 of rows, so short prompts batched with a long one would mostly compute padding.
+
+    >>> prefill_groups([100, 90, 20, 18], max_rows=16, max_width=512)
+    [(0, 2), (2, 4)]
+    """
+    k = len(lengths)
+
+    def cost(i, j):
+        return min(_bucket(j - i), max_rows) * min(_bucket(lengths[i], 16), max_width) + _CALL_COST_TOKENS
+
+    best, groups = cost(0, k), [(0, k)]
+    for a in range(1, k):
+        if cost(0, a) + cost(a, k) < best:
+            best, groups = cost(0, a) + cost(a, k), [(0, a), (a, k)]
+        for b in range(a + 1, k):
+            if cost(0, a) + cost(a, b) + cost(b, k) < best:
+                best, groups = cost(0, a) + cost(a, b) + cost(b, k), [(0, a), (a, b), (b, k)]
+    return groups
+
+
 def _byte_decoder() -> dict:
     """The byte-level BPE alphabet (GPT-2's printable stand-ins for bytes) -> byte value."""
     keep = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
@@ -298,7 +325,7 @@ class LLMEngine:
         self._waiting: collections.deque[_Seq] = collections.deque()
         self._cond = threading.Condition()
         self._stop = False
-        self.stats = {"decode_steps": 0, "prefills": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
+        self.stats = {"decode_steps": 0, "prefills": 0, "prefill_calls": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
                       "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0,
                       "spec_rows": 0, "spec_proposed": 0, "spec_accepted": 0}
         self._speculating = False
@@ -491,31 +518,40 @@ class LLMEngine:
         paged.logits, new = _forward(paged.graphdef, paged.state, paged.pages, paged.logits, *arrays, rows)
         paged.pages = _write(paged.write, paged.pages, new, arrays[2])
 
-    def _call(self, rows, width: int, first: int):
-        """Run rows of (seq, n tokens); their logits land in rows first.. of the step's logits buffer.
+    def _call(self, rows, width: int, dest):
+        """Run rows of (seq, n tokens); row i's logits land in row dest[i] of the step's logits buffer
+        (max_slots: dropped).
 
         A draft model computes the same rows over its own pages, so its cache
         covers every token the target's does.
         """
         entries = [(seq, seq.table.num_computed, seq.tokens[seq.table.num_computed:seq.table.num_computed + n])
                    for seq, n in rows]
-        dest = np.arange(first, first + len(rows))
+        dest = np.asarray(dest, np.int32)
         self._forward_rows(self._target, entries, width, dest)
         if self._draft is not None:
             self._forward_rows(self._draft, entries, width, dest)
 
+    def _prefill(self, prefill, done, first: int) -> None:
+        """The step's prompt chunks, grouped by length into the calls that compute the fewest padded tokens
+        (`prefill_groups`); the logits of `done` (chunks that end their prompt) land in rows first.., in order."""
+        dest = {id(seq): first + i for i, seq in enumerate(done)}
+        rows = sorted(prefill, key=lambda row: -row[1])
+        for a, b in prefill_groups([n for _, n in rows], self.max_slots, self.max_prefill_tokens):
+            group = rows[a:b]
+            width = min(_bucket(group[0][1], 16), self.max_prefill_tokens)
+            self._call(group, width, [dest.get(id(seq), self.max_slots) for seq, _ in group])
+            self.stats["prefill_calls"] += 1
+
     def _run(self, decode, prefill) -> None:
         speculate = self._speculating and bool(decode)
         if decode and not speculate:
-            self._call(decode, 1, 0)
+            self._call(decode, 1, np.arange(len(decode)))
         if decode:
             self.stats["decode_steps"] += 1
         done = [seq for seq, n in prefill if seq.pending == n]   # prompts whose last chunk runs now
         if prefill:
-            # rows of prompts finished now come first: their logits are sampled
-            prefill = sorted(prefill, key=lambda row: row[0].pending != row[1])
-            width = min(_bucket(max(n for _, n in prefill), 16), self.max_prefill_tokens)
-            self._call(prefill, width, 0 if speculate else len(decode))
+            self._prefill(prefill, done, 0 if speculate else len(decode))
             self.stats["prefills"] += 1
             self.stats["prefill_tokens"] += sum(n for _, n in prefill)
         verified = self._speculate([seq for seq, _ in decode]) if speculate else []
