@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -103,3 +107,19 @@ def example_input():
 def text_models(paddle):
     """(Bert, BiLSTM): the Paddle Layer classes of the two text models."""
     return _text_models(paddle)
+
+
+@pytest.fixture(scope="session")
+def run_paddle_script():
+    """run(script, root, *args): a Paddle program in a process of its own (a legacy save must set
+    FLAGS_enable_pir_api before paddle is imported), written to root/save.py since paddle.jit.save reads the
+    layer's source; fails with the program's stderr."""
+    pytest.importorskip("paddle")
+
+    def run(script: str, root, *args) -> None:
+        path = root / "save.py"
+        path.write_text(script)
+        done = subprocess.run([sys.executable, str(path), str(root), *map(str, args)], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "GLOG_minloglevel": "3"})
+        assert done.returncode == 0, done.stderr[-3000:]
+    return run

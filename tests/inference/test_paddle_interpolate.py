@@ -9,9 +9,6 @@ the float-array scale attribute of a 5-D nearest resize) on the same files at ba
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -33,7 +30,7 @@ CASES = {
 
 _PADDLE_SCRIPT = r'''
 import json, os, sys
-fmt, root = sys.argv[1], sys.argv[2]
+root, fmt = sys.argv[1], sys.argv[2]
 if fmt == "legacy":
     os.environ["FLAGS_enable_pir_api"] = "0"
 import numpy as np, paddle
@@ -74,14 +71,9 @@ for name, (shape, kw) in cases.items():
 
 
 @pytest.fixture(scope="module", params=["pir", "legacy"])
-def saved(request, tmp_path_factory):
-    pytest.importorskip("paddle")
+def saved(request, tmp_path_factory, run_paddle_script):
     root = tmp_path_factory.mktemp(f"paddle_resize_{request.param}")
-    script = root / "save.py"  # paddle.jit.save reads the layer's source
-    script.write_text(_PADDLE_SCRIPT)
-    done = subprocess.run([sys.executable, str(script), request.param, str(root), json.dumps(CASES)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_minloglevel": "3"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_paddle_script(_PADDLE_SCRIPT, root, request.param, json.dumps(CASES))
     return request.param, root
 
 

@@ -11,9 +11,6 @@ program (`pdx.vision.ops.matrix_nms_padded`) and the predictor trims them, so `c
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -32,7 +29,7 @@ M, C = 12, 3
 
 _PADDLE_SCRIPT = r'''
 import json, os, sys
-fmt, root = sys.argv[1], sys.argv[2]
+root, fmt = sys.argv[1], sys.argv[2]
 if fmt == "legacy":
     os.environ["FLAGS_enable_pir_api"] = "0"
 import numpy as np, paddle
@@ -91,14 +88,9 @@ for name, kw in cases.items():
 
 
 @pytest.fixture(scope="module", params=["pir", "legacy"])
-def saved(request, tmp_path_factory):
-    pytest.importorskip("paddle")
+def saved(request, tmp_path_factory, run_paddle_script):
     root = tmp_path_factory.mktemp(f"paddle_matrix_nms_{request.param}")
-    script = root / "save.py"  # paddle.jit.save reads the layer's source
-    script.write_text(_PADDLE_SCRIPT)
-    done = subprocess.run([sys.executable, str(script), request.param, str(root), json.dumps(CASES), str(M), str(C)],
-                          capture_output=True, text=True, timeout=600, env={**os.environ, "GLOG_minloglevel": "3"})
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_paddle_script(_PADDLE_SCRIPT, root, request.param, json.dumps(CASES), M, C)
     return request.param, root
 
 
