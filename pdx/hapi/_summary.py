@@ -41,9 +41,8 @@ def _is_spec(x) -> bool:
 
 
 def _input_specs(input_size, dtypes, input, fname):
-    if input is not None:
-        arrays = list(input) if isinstance(input, (list, tuple)) else [input]
-        return [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
+    if input is not None:  # Paddle's `net(input)`: a tensor, or a list / dict the forward takes as one argument
+        return [jax.tree.map(lambda a: jax.ShapeDtypeStruct(tuple(a.shape), a.dtype), input)]
     if input_size is None:
         raise ValueError(f"{fname}: pass input_size (e.g. (1, 3, 224, 224)) or input=<example tensor>")
     specs = [input_size] if _is_spec(input_size) else list(input_size) if isinstance(input_size, (list, tuple)) else []
@@ -136,7 +135,8 @@ def summary(net, input_size=None, dtypes=None, input=None):
       input_size: one input shape with the batch dimension, e.g. (1, 1, 28, 28),
         or a list of shapes for several inputs; or InputSpecs (their dtypes are used; a None batch is 1).
       dtypes: a dtype name, or one per input (default 'float32').
-      input: example tensors instead of input_size.
+      input: an example input instead of input_size, passed to the forward as its one argument (a tensor,
+        or a list / dict of tensors for a forward that takes one), as Paddle does.
 
     Returns:
       {'total_params': int, 'trainable_params': int}

@@ -100,6 +100,23 @@ def test_summary_takes_input_specs_as_paddle_does(paddle, capsys):
     assert pdx.summary(Two(), input_size=specs) == {"total_params": 30, "trainable_params": 30}  # int ids: dtypes kept
 
 
+def test_summary_input_is_the_forwards_one_argument_as_in_paddle(paddle, capsys):
+    """`input=` a list or dict goes to forward as one argument (Paddle's `net(input)`), like PaddleTest's nets."""
+    class Pair(nn.Layer):
+        def __init__(self, as_dict):
+            super().__init__()
+            self.as_dict, self.a, self.b = as_dict, nn.Linear(4, 2), nn.Linear(3, 2)
+
+        def forward(self, inputs):
+            x, y = (inputs["x"], inputs["y"]) if self.as_dict else inputs
+            return self.a(x) + self.b(y)
+
+    x, y = pdx.ones([2, 4]), pdx.ones([2, 3])
+    assert pdx.summary(Pair(False), input=[x, y]) == {"total_params": 18, "trainable_params": 18}
+    assert pdx.summary(Pair(True), input={"x": x, "y": y}) == {"total_params": 18, "trainable_params": 18}
+    assert "[2, 2]" in capsys.readouterr().out
+
+
 def test_summary_counts_frozen_parameters(capsys):
     net = nn.Sequential(nn.Linear(4, 3, weight_attr=pdx.ParamAttr(trainable=False)), nn.Linear(3, 2))
     assert pdx.summary(net, (2, 4)) == {"total_params": 23, "trainable_params": 11}  # 12 frozen weights
