@@ -57,6 +57,8 @@ from pdx.kernels._norms import rms_norm_reference
 from pdx.kernels._norms import rms_norm_with_rstd
 from pdx.kernels._rewrite import REWRITE_CONV_MODES
 from pdx.kernels._rewrite import REWRITE_PRECISIONS
+from pdx.kernels._rewrite import RewriteRule
+from pdx.kernels._rewrite import register_rewrite
 from pdx.kernels._rewrite import rewrite_program
 
 # Importing the CPU backend (above) registered its "onednn" implementations into the ops;
@@ -76,6 +78,7 @@ __all__ = [
     "OPS",
     "REWRITE_CONV_MODES",
     "REWRITE_PRECISIONS",
+    "RewriteRule",
     "AttentionBlockSizes",
     "CrossEntropyBlockSizes",
     "Delegate",
@@ -101,6 +104,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_reference",
     "register_impl",
+    "register_rewrite",
     "rewrite_program",
     "rms_norm_with_rstd",
     "set_impl",

@@ -20,14 +20,16 @@ pdx lowers to `y * scale + shift`) become the convolution's weights times
 `scale` and a bias (exact up to float rounding; the weight product is a
 constant for IREE when the weights are inlined).
 
-With `weights_token`, each of pdx's oneDNN convolutions whose weight comes
-from the weights and constants only becomes `kept_conv`, which reorders the
-weight into oneDNN's layout on the first call with a token and reuses it;
-a BatchNorm's scale folds into that weight, its shift, a residual add and a
-ReLU / ReLU6 that follow become the kernel's bias and post-ops, and a max
-pool of such a convolution runs on oneDNN too (other max pools become maxima
-of strided slices); a oneDNN matmul with such a weight (a Linear) becomes
-`kept_matmul`. With `precision="bfloat16"` those
+With `weights_token`, the fusions that backends register (`register_rewrite`,
+a `RewriteRule`) apply to the calls of their kernels whose weights come from
+the weights and constants only, and dense max pools become maxima of strided
+slices. The oneDNN backend registers one (`pdx/kernels/onednn/_rewrite_rules.py`):
+each oneDNN convolution becomes `kept_conv`, which reorders the weight into
+oneDNN's layout on the first call with a token and reuses it; a BatchNorm's
+scale folds into that weight, its shift, a residual add and a ReLU / ReLU6
+that follow become the kernel's bias and post-ops, and a max pool of such a
+convolution runs on oneDNN too; a oneDNN matmul with such a weight (a
+Linear) becomes `kept_matmul`. With `precision="bfloat16"` those
 convolutions take bfloat16 activations and keep a bfloat16 weight.
 
 Everything else is bound as traced; calls (`jit`, custom derivatives) are
@@ -50,11 +52,8 @@ from jax import lax
 from jax.extend import core as jex_core
 
 from pdx import _lowering
-from pdx.kernels import onednn
-from pdx.kernels._dispatch import Unsupported
-from pdx.kernels.onednn import matmul
 
-__all__ = ["REWRITE_CONV_MODES", "REWRITE_PRECISIONS", "rewrite_program"]
+__all__ = ["REWRITE_CONV_MODES", "REWRITE_PRECISIONS", "RewriteRule", "register_rewrite", "rewrite_program"]
 
 REWRITE_CONV_MODES = ("native", "patches")
 REWRITE_PRECISIONS = ("float32", "bfloat16")
@@ -80,7 +79,7 @@ def rewrite_program(fn: Callable, *, conv: str = "patches", precision: str = "fl
       weights_argnum: the positional argument of `fn` holding the weights.
       weights_token: an int32 scalar (traced): pdx's oneDNN convolutions whose
         weight is computed from the weights and constants only keep its oneDNN
-        layout between calls with the same token (`pdx.kernels.onednn.kept_conv`).
+        layout between calls with the same token (the backends' registered fusions: oneDNN's `kept_conv`).
 
     Example:
       >>> import jax.numpy as jnp, numpy as np
@@ -138,41 +137,6 @@ class _PendingConv:
 
 
 @dataclasses.dataclass(frozen=True)
-class _PendingKept:
-    """One of pdx's oneDNN convolutions with constant weights (channels-last output), still
-    collecting what follows it: a per-channel scale and shift (folded into the kept weight
-    and the kernel's bias), then a residual add and a ReLU (the kernel's post-ops). `perm`
-    is a transpose of the output still to apply (an NCHW model moves its channels there and
-    back around each op)."""
-
-    x: object
-    w: object
-    params: dict
-    options: _Options
-    scale: object = None
-    shift: object = None
-    residual: object = None
-    relu: bool = False
-    relu_max: float = float("inf")
-    perm: tuple | None = None
-
-    def channel_axis(self) -> int:
-        return 3 if self.perm is None else self.perm.index(3)
-
-    def materialize(self, cast: bool = True):
-        """The convolution's output; with `cast=False` in the kernel's dtype (bfloat16 under the
-        bfloat16 option) rather than the model's."""
-        x, residual, dtype = self.x, self.residual, self.x.dtype
-        if self.options.bf16 and dtype == jnp.float32:  # bfloat16 activations, float32 bias and accumulation
-            x = x.astype(jnp.bfloat16)
-            residual = None if residual is None else residual.astype(jnp.bfloat16)
-        out = onednn.kept_conv(x, self.w, self.options.token, site=next(self.options.sites), scale=self.scale,
-                          shift=self.shift, residual=residual, relu=self.relu, relu_max=self.relu_max, **self.params)
-        out = out.astype(dtype) if cast else out
-        return out if self.perm is None else jnp.transpose(out, self.perm)
-
-
-@dataclasses.dataclass(frozen=True)
 class _Transposed:
     """`jnp.transpose(base, perm)`, not yet applied: an NCHW model's view of a channels-last
     value. Elementwise ops apply to `base` (their other operands transposed back, which XLA
@@ -186,7 +150,40 @@ class _Transposed:
         return jnp.transpose(self.base, self.perm)
 
 
-_LAZY = (_PendingConv, _PendingKept, _Transposed)
+@dataclasses.dataclass(frozen=True)
+class RewriteRule:
+    """A backend's fusions for programs traced with its kernels, used when `rewrite_program` gets a weights token
+    (`register_rewrite`; the oneDNN backend registers one when it is imported).
+
+    start(eqn, invals, in_dynamic, options): for one of the backend's calls whose weight comes from the weights
+      and constants only, its value, possibly pending (an instance of one of `lazy`); else None.
+    fold(eqn, invals, in_dynamic, uses, read): for an op that is a pending value's only use, the pending value
+      with the op joined; else None. `read(var)` materializes an operand.
+    pool(x, params): a dense max pool of `x` where `x` is pending, else None.
+    lazy: the pending value types; each has `materialize()`, called where a value is read as it is.
+    """
+
+    start: Callable
+    fold: Callable
+    pool: Callable
+    lazy: tuple = ()
+
+
+_RULES: list[RewriteRule] = []
+_LAZY = (_PendingConv, _Transposed)
+
+
+def register_rewrite(rule: RewriteRule) -> None:
+    """Add a backend's fusions (once, when the backend's module is imported)."""
+    global _LAZY
+    if rule not in _RULES:
+        _RULES.append(rule)
+        _LAZY = _LAZY + tuple(t for t in rule.lazy if t not in _LAZY)
+
+
+def is_pending(v) -> bool:
+    """Whether `v` is a value the rewrite has not materialized yet (a fused chain still collecting ops)."""
+    return isinstance(v, _LAZY)
 # Primitives that map equal-shape operands elementwise (scalars broadcast).
 _ELEMENTWISE = frozenset({"abs", "add", "and", "clamp", "convert_element_type", "div", "eq", "exp", "ge", "gt",
                           "integer_pow", "le", "log", "logistic", "lt", "max", "min", "mul", "ne", "neg", "not",
@@ -246,8 +243,9 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
         out_dynamic = [dynamic] * len(eqn.outvars)
         raws = [raw(v) for v in eqn.invars]
         folded = _fold(eqn, raws, in_dynamic, uses, options)
-        if folded is None:
-            folded = _fold_kept(eqn, raws, in_dynamic, uses, read)
+        for rule in _RULES if options.token is not None else ():
+            if folded is None:
+                folded = rule.fold(eqn, raws, in_dynamic, uses, read)
         if folded is None:
             folded = _fold_transposed(eqn, raws, read)
         if folded is not None:
@@ -268,13 +266,10 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 outvals = [_PendingConv(invals[0], invals[1], dict(eqn.params), options=options)]
             elif name == "conv_general_dilated" and _conv_as_matmul(eqn.params, invals, options.conv):
                 outvals = [_patches_conv(*invals, bf16=options.bf16, **eqn.params)]
-            elif name == onednn.FORWARD and options.token is not None and in_dynamic[0] and not in_dynamic[1]:
-                outvals = [_PendingKept(invals[0], invals[1], dict(eqn.params), options)]
+            elif options.token is not None and (started := _start(eqn, invals, in_dynamic, options)) is not None:
+                outvals = [started]
             elif pool:
-                outvals = [_kept_max_pool(invals[0], eqn.params)]
-            elif name == onednn.MATMUL_PRIMITIVE and options.token is not None and in_dynamic[0] and not in_dynamic[1] \
-                    and not eqn.params["transpose_a"] and _is_f32(invals):
-                outvals = [_kept_matmul(*invals, eqn.params["transpose_b"], options)]
+                outvals = [_max_pool(invals[0], eqn.params)]
             elif name == "dot_general" and options.bf16 and _is_f32(invals):
                 lhs, rhs = (a.astype(jnp.bfloat16) for a in invals)
                 out = lax.dot_general(lhs, rhs, eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
@@ -292,6 +287,24 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
                 moving.add(v)
     outs = [raw(v) for v in jaxpr.outvars]
     return outs, [not isinstance(v, jex_core.Literal) and v in moving for v in jaxpr.outvars]
+
+
+def _start(eqn, invals, in_dynamic, options):
+    """A registered backend's value for one of its calls with constant weights, else None."""
+    for rule in _RULES:
+        out = rule.start(eqn, invals, in_dynamic, options)
+        if out is not None:
+            return out
+    return None
+
+
+def _max_pool(x, params):
+    """A dense max pool: a backend's where `x` is its pending value, else the maxima of strided slices."""
+    for rule in _RULES:
+        out = rule.pool(x, params)
+        if out is not None:
+            return out
+    return _max_of_slices(_value(x), **params)
 
 
 def _symbolic(eqn) -> bool:
@@ -334,52 +347,6 @@ def _fold(eqn, invals, in_dynamic, uses, options: _Options):
             return _combined(eqn.primitive.name, _channel_vector(other, channels), scale, shift)
 
         scale, shift = _constant_eval(combine, other, pending.scale, pending.shift)
-        return dataclasses.replace(pending, scale=scale, shift=shift)
-    return None
-
-
-def _fold_kept(eqn, invals, in_dynamic, uses, read):
-    """A new _PendingKept for what can join a kept oneDNN convolution `pending` as its only
-    use: `pending * c` / `pending + c` with c constant per output channel, then
-    `pending + residual` (the output's shape and dtype), then `max(pending, 0)` (ReLU), then
-    `min(pending, c)` with c a positive constant (ReLU6), and transposes in between; else None."""
-    name = eqn.primitive.name
-    if name == "transpose" and isinstance(invals[0], _PendingKept) and uses[eqn.invars[0]] == 1:
-        pending, perm = invals[0], tuple(eqn.params["permutation"])
-        perm = perm if pending.perm is None else tuple(pending.perm[p] for p in perm)
-        return dataclasses.replace(pending, perm=None if perm == tuple(range(len(perm))) else perm)
-    if name not in ("mul", "add", "max", "min") or len(invals) != 2:
-        return None
-    for i in (0, 1):
-        pending, other = invals[i], invals[1 - i]
-        if not isinstance(pending, _PendingKept) or uses[eqn.invars[i]] != 1 or (pending.relu and name != "min"):
-            continue
-        out = eqn.outvars[0].aval
-        if jnp.dtype(getattr(other, "dtype", out.dtype)) != jnp.dtype(out.dtype):
-            return None
-        if name in ("max", "min"):  # ReLU (a constant 0), then its upper bound (a positive constant)
-            if in_dynamic[1 - i] or isinstance(other, jax.core.Tracer) or np.shape(other) not in ((), out.shape):
-                return None
-            bound = np.unique(np.asarray(other, np.float32))
-            if name == "max" and bound.tolist() == [0.0]:
-                return dataclasses.replace(pending, relu=True)
-            if name == "min" and pending.relu and np.isinf(pending.relu_max) and len(bound) == 1 and bound[0] > 0:
-                return dataclasses.replace(pending, relu_max=float(bound[0]))
-            return None
-        if in_dynamic[1 - i]:  # a residual: a value of the output's shape
-            if name != "add" or pending.residual is not None or tuple(eqn.invars[1 - i].aval.shape) != tuple(out.shape):
-                return None
-            residual = read(eqn.invars[1 - i])
-            if pending.perm is not None:  # back to the kernel's channels-last layout
-                residual = jnp.transpose(residual, np.argsort(pending.perm))
-            return dataclasses.replace(pending, residual=residual)
-        if pending.residual is not None or isinstance(other, _LAZY):
-            return None
-        channels = pending.w.shape[0]
-        if not _per_channel(np.shape(other), len(out.shape), pending.channel_axis(), channels):
-            return None
-        vector = _channel_vector(other, channels).astype(jnp.float32)
-        scale, shift = _combined(name, vector, pending.scale, pending.shift)
         return dataclasses.replace(pending, scale=scale, shift=shift)
     return None
 
@@ -429,40 +396,6 @@ def _combined(op: str, vector, scale, shift):
 
 def _dense_window(p) -> bool:
     return all(d == 1 for d in p["base_dilation"]) and all(d == 1 for d in p["window_dilation"])
-
-
-def _kept_max_pool(x, params):
-    """A max pool of `x`. Of a kept convolution: on oneDNN (`onednn.max_pool_nhwc`) in the kernel's
-    dtype (rounding to bfloat16 keeps order, so that is the rounded max), channels-last; for
-    an NCHW model the result is a `_Transposed` view, so the transposes around it cancel."""
-    if not isinstance(x, _PendingKept):
-        return _max_of_slices(_value(x), **params)
-    perm = x.perm or (0, 1, 2, 3)
-    order = np.argsort(perm)  # the kernel's axis j is the model's axis order[j]
-    moved = {k: tuple(params[k][order[j]] for j in range(len(perm)))
-             for k in ("window_dimensions", "window_strides", "padding")}
-    base = dataclasses.replace(x, perm=None).materialize(cast=False)
-    window, strides, padding = moved["window_dimensions"], moved["window_strides"], moved["padding"]
-    pooled = None
-    if all(window[a] == 1 and strides[a] == 1 and tuple(padding[a]) == (0, 0) for a in (0, 3)):  # spatial only
-        try:
-            pooled = onednn.max_pool_nhwc(base, kernel=window[1:3], strides=strides[1:3], padding=padding[1:3])
-        except Unsupported:  # arguments oneDNN's pooling does not take
-            pass
-    if pooled is None:
-        pooled = _max_of_slices(base, **moved)
-    pooled = pooled.astype(x.x.dtype)
-    return pooled if x.perm is None else _Transposed(pooled, perm)
-
-
-def _kept_matmul(a, b, transpose_b: bool, options: _Options):
-    """One of pdx's oneDNN matmuls with a constant weight (a Linear) as `onednn.kept_matmul`: its
-    weight reordered once per token (as bfloat16 under the bfloat16 option)."""
-    lhs = a.astype(jnp.bfloat16) if options.bf16 else a
-    try:
-        return onednn.kept_matmul(lhs, b, options.token, site=next(options.sites), transpose_b=transpose_b)
-    except Unsupported:
-        return matmul(a, b, transpose_b=transpose_b)
 
 
 def _max_of_slices(x, *, window_dimensions, window_strides, padding, **_):

@@ -48,9 +48,8 @@ def test_layer_code_names_no_backend():
 
 
 def test_no_kernel_op_module_imports_the_backend():
-    # pdx/kernels/__init__.py imports it (which registers it), _cli.py builds it and _rewrite.py (no op:
-    # a rewrite of whole inference programs) calls its kept-weight inference kernels; the ops' own
-    # modules know only the dispatch.
+    # pdx/kernels/__init__.py imports it (which registers it) and _cli.py builds it; the ops' own
+    # modules and the program rewrite (whose oneDNN fusions the backend registers) know only the dispatch.
     importers = []
     for path in sorted((PDX / "kernels").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -58,7 +57,7 @@ def test_no_kernel_op_module_imports_the_backend():
                      [f"{node.module}.{a.name}" for a in node.names] if isinstance(node, ast.ImportFrom) else [])
             if any(n.startswith("pdx.kernels.onednn") for n in names):
                 importers.append(path.name)
-    assert sorted(set(importers)) == ["__init__.py", "_cli.py", "_rewrite.py"]
+    assert sorted(set(importers)) == ["__init__.py", "_cli.py"]
 
 
 def test_the_backend_registered_its_implementations_and_rules():

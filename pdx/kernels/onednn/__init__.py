@@ -5,7 +5,8 @@ One shared library of XLA FFI handlers (`csrc/`), built outside tracing
 `pdx kernels build`), and the JAX primitives that call it: convolutions and
 matmuls (`_conv_matmul.py`), attention (`_attention.py`), paged attention
 (`_paged_attention.py`), LayerNorm (`_norm.py`), and the inference calls of
-exported programs with kept weights (`_inference.py`). Importing the package registers each as the "onednn"
+exported programs with kept weights (`_inference.py`) and the fusions that use them in rewritten
+inference programs (`_rewrite_rules.py`). Importing the package registers each as the "onednn"
 implementation of a backend-neutral dispatch op in `pdx.kernels`
 (`register_impl`, once, when `pdx.kernels` imports this package); the layers
 reach them through those ops and name no backend.
@@ -18,7 +19,9 @@ Example:
   True
 """
 
+from pdx.kernels._rewrite import register_rewrite
 from pdx.kernels.onednn import _attention, _norm, _paged_attention  # noqa: F401  (importing them registers their "onednn")
+from pdx.kernels.onednn import _rewrite_rules
 from pdx.kernels.onednn._build import ABI
 from pdx.kernels.onednn._build import TARGETS
 from pdx.kernels.onednn._build import available
@@ -41,6 +44,9 @@ from pdx.kernels.onednn._inference import kept_matmul
 from pdx.kernels.onednn._inference import max_pool_nhwc
 from pdx.kernels.onednn._inference import max_pool_nhwc_reference
 from pdx.kernels.onednn._inference import new_weights_token
+
+# Kept weights and fused BatchNorm / residual / ReLU in rewritten inference programs (pdx.kernels.rewrite_program).
+register_rewrite(_rewrite_rules.RULE)
 
 __all__ = [
     "ABI",
