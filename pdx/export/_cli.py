@@ -6,6 +6,7 @@
     pdx export resnet18 --out artifacts/resnet18          # a pdx.models zoo name
     pdx export out/bert-cls --out artifacts/bert          # a pdx.models.save_pretrained directory
     pdx export resnet18 --target onnx --out artifacts/r18  # also artifacts/r18/model.onnx (pdx.onnx.export)
+    pdx export paddle:inference_model/ --out artifacts/det  # a model Paddle saved (paddle.jit.save)
 
 MODULE:FACTORY names a Layer, or a function/class that returns one when
 called without arguments (`pdx.vision.models:resnet18`,
@@ -33,9 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add `pdx export`'s arguments and set `func`."""
     from pdx.export._export import TARGETS
 
-    parser.add_argument("model", metavar="MODULE:FACTORY|ZOO_NAME|DIR",
+    parser.add_argument("model", metavar="MODULE:FACTORY|ZOO_NAME|DIR|paddle:DIR",
                         help="a Layer, or a function/class returning one, e.g. pdx.vision.models:resnet18; "
-                             "a pdx.models zoo name (resnet18); or a pdx.models.from_pretrained directory")
+                             "a pdx.models zoo name (resnet18); a pdx.models.from_pretrained directory; or a model "
+                             "Paddle saved (paddle:DIR or paddle:DIR/model: PIR model.json or legacy model.pdmodel "
+                             "with its .pdiparams), whose inputs come from the program")
     parser.add_argument("--input-spec", action="append", metavar="[NAME:]DIMS[:DTYPE]",
                         help="one per input, e.g. 'image:None,3,224,224:float32' (None, -1 or ? = dynamic); "
                              "zoo models default to their registered inputs")
@@ -275,6 +278,21 @@ def _zoo_model(ref: str):
     return None
 
 
+def _paddle_model(ref: str):
+    """(model, input specs) for `paddle:PATH` (a model Paddle saved), else None."""
+    if not ref.startswith("paddle:"):
+        return None
+    from pdx.inference import PaddleTranslatedLayer, is_paddle_model
+
+    path = ref[len("paddle:"):]
+    if not is_paddle_model(path):
+        raise ValueError(f"{ref!r}: {path!r} holds no model saved by Paddle (model.json or model.pdmodel, with its "
+                         ".pdiparams when it has parameters); pass its directory or path prefix")
+    model = PaddleTranslatedLayer(path)
+    specs = [f"{f.name}:{','.join('None' if d is None else str(d) for d in f.shape)}:{f.dtype}" for f in model.feeds]
+    return model, specs
+
+
 def _batch_sizes(text: str | None) -> tuple[int, ...] | None:
     if text is None:
         return None
@@ -325,12 +343,15 @@ def _load_weights(model, path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `pdx export`; returns the exit code."""
     try:
-        zoo = _zoo_model(args.model)
+        paddle_model = _paddle_model(args.model)
+        zoo = None if paddle_model is not None else _zoo_model(args.model)
         model, entry = zoo if zoo is not None else (None, None)
-        if zoo is None and ":" not in args.model:
+        if paddle_model is not None:
+            model = paddle_model[0]
+        if zoo is None and paddle_model is None and ":" not in args.model:
             raise ValueError(f"model {args.model!r} is not a zoo name from pdx.models.list(), a "
                              "pdx.models.save_pretrained directory or MODULE:FACTORY (e.g. pdx.vision.models:resnet18)")
-        texts = args.input_spec or (entry.inputs if entry is not None else ())
+        texts = args.input_spec or (entry.inputs if entry is not None else paddle_model[1] if paddle_model else ())
         if not texts:
             raise ValueError(f"{args.model!r} needs --input-spec (one per input, e.g. 'image:None,3,224,224:float32')")
         specs = [parse_input_spec(s, i) for i, s in enumerate(texts)]

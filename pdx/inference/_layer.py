@@ -66,6 +66,11 @@ class PaddleTranslatedLayer(Layer):
             var = nnx.Param(value) if p.trainable else Buffer(value, persistable=True)
             self._place(p.name, var)
 
+    @property
+    def feeds(self):
+        """The program's inputs: records of (name, value, dtype, shape), None marking a dynamic size."""
+        return self._program.feeds
+
     def _place(self, dotted: str, var) -> None:
         *scopes, leaf = dotted.split(".")
         node = self

@@ -108,3 +108,35 @@ def test_export_from_model_save_prefix(workdir, rng, monkeypatch, capsys):
                          "--out", "from_fit", "--platforms", "cpu"]) == 0, capsys.readouterr().err
     x = rng.standard_normal((4, 6)).astype(np.float32)
     np.testing.assert_allclose(pdx.export.load(workdir / "from_fit")(x), np.asarray(net(x)), rtol=1e-5, atol=1e-5)
+
+
+def test_export_a_model_paddle_saved(workdir, paddle, rng):
+    """`pdx export paddle:DIR`: a CNN saved by paddle.jit.save (a None batch) becomes an artifact whose XLA and
+    IREE programs take batch 1 and 3 without extra flags and equal Paddle Inference on the same files."""
+    from paddle.static import InputSpec
+
+    nn = paddle.nn
+    paddle.seed(5)
+    net = nn.Sequential(nn.Conv2D(3, 8, 3, padding=1), nn.BatchNorm2D(8), nn.ReLU(), nn.MaxPool2D(2),
+                        nn.Conv2D(8, 4, 3), nn.AdaptiveAvgPool2D(1), nn.Flatten(), nn.Linear(4, 5))
+    net.eval()
+    paddle.jit.save(net, str(workdir / "paddle_cnn" / "model"), input_spec=[InputSpec([None, 3, 12, 12], "float32",
+                                                                                        "image")])
+    predictor = paddle.inference.create_predictor(paddle.inference.Config(str(workdir / "paddle_cnn" / "model.json"),
+                                                                          str(workdir / "paddle_cnn" / "model.pdiparams")))
+    out = run_cli("paddle:paddle_cnn", "--target", "xla", "--target", "iree-llvm-cpu", "--out", "from_paddle_save",
+                  cwd=workdir)
+    assert out.returncode == 0, out.stderr
+    assert "inputs   image float32[batch, 3, 12, 12]" in out.stdout, out.stdout
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 3, 12, 12)).astype(np.float32)
+        handle = predictor.get_input_handle("image")
+        handle.reshape(list(x.shape))
+        handle.copy_from_cpu(x)
+        predictor.run()
+        want = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+        for runtime in ("xla", "iree"):
+            got = np.asarray(pdx.export.load(workdir / "from_paddle_save", runtime=runtime)(x))
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=f"{runtime} batch {batch}")
+    bad = run_cli("paddle:nothing_here", "--out", "bad_paddle", cwd=workdir)
+    assert bad.returncode == 2 and "holds no model saved by Paddle" in bad.stderr
