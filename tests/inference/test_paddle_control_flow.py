@@ -235,3 +235,56 @@ def test_onnx_files_of_the_control_flow_programs_equal_paddle_inference(saved, t
                 for g, w in zip(got, want):
                     assert g.shape == w.shape, (name, g.shape, w.shape)
                     np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{name} batch {batch}")
+
+
+def test_fuzzed_control_flow_programs_load_or_raise_the_typed_error(saved, tmp_path):
+    """Byte flips and dropped fields anywhere in a program with nested blocks: ModelFormatError, or a program."""
+    import json
+    import shutil
+    import time
+
+    source = saved["nested"][0]
+    target = tmp_path / "fuzzed"
+    shutil.copytree(source, target)
+    raw = (source / "model.json").read_bytes()
+    doc = json.loads(raw)
+    rng = np.random.default_rng(0)
+
+    def load():
+        start = time.perf_counter()
+        try:
+            inference.PaddleProgram(target / "model.json", target / "model.pdiparams")
+        except inference.ModelFormatError as e:
+            assert "model.json" in str(e)
+        assert time.perf_counter() - start < 10
+
+    for _ in range(150):
+        bad = bytearray(raw)
+        for pos in rng.integers(0, len(bad), 3):
+            bad[int(pos)] = int(rng.integers(32, 127))
+        (target / "model.json").write_bytes(bytes(bad))
+        load()
+
+    def nodes(node):  # every dict inside the program (ops, regions, blocks, values, attributes)
+        if isinstance(node, dict):
+            yield node
+            for v in node.values():
+                yield from nodes(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from nodes(v)
+
+    for _ in range(150):
+        mutated = json.loads(raw)
+        victims = list(nodes(mutated["program"]))
+        victim = victims[int(rng.integers(0, len(victims)))]
+        key = sorted(victim)[int(rng.integers(0, len(victim)))] if victim else None
+        if key is not None:
+            choice = int(rng.integers(0, 3))
+            if choice == 0:
+                del victim[key]
+            else:
+                victim[key] = [None, -1, "x", {}, [], 10 ** 9][int(rng.integers(0, 6))]
+        (target / "model.json").write_text(json.dumps(mutated))
+        load()
+    assert doc["program"]  # the source program itself is untouched
