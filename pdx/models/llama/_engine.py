@@ -225,9 +225,11 @@ def prefill_groups(lengths, max_rows: int, max_width: int) -> list[tuple[int, in
     [(0, 2), (2, 4)]
     """
     k = len(lengths)
+    widths = [min(_bucket(n, 16), max_width) for n in lengths]  # computed once: the loops below are O(k^2)
+    rows = [0] + [min(_bucket(n), max_rows) for n in range(1, k + 1)]
 
     def cost(i, j):
-        return min(_bucket(j - i), max_rows) * min(_bucket(lengths[i], 16), max_width) + _CALL_COST_TOKENS
+        return rows[j - i] * widths[i] + _CALL_COST_TOKENS
 
     best, groups = cost(0, k), [(0, k)]
     for a in range(1, k):
