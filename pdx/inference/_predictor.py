@@ -238,7 +238,8 @@ class Config:
     def summary(self) -> str:
         """A table of the settings, as Paddle's `Config.summary()`."""
         rows = [("model_dir", self._model_dir), ("prog_file", self._prog_file), ("params_file", self._params_file),
-                ("use_gpu", self._use_gpu), ("gpu_device_id", self._gpu_id), ("ir_optim", self._ir_optim), ("onednn", self._onednn),
+                ("use_gpu", self._use_gpu), ("gpu_device_id", self._gpu_id), ("ir_optim", self._ir_optim),
+                ("onednn", self._onednn),
                 ("cpu_math_library_num_threads", self._threads),
                 ("ignored calls", ", ".join(sorted(set(self._ignored_calls))) or "-")]
         width = max(len(k) for k, _ in rows)

@@ -327,8 +327,8 @@ class LLMEngine:
         self._waiting: collections.deque[_Seq] = collections.deque()
         self._cond = threading.Condition()
         self._stop = False
-        self.stats = {"decode_steps": 0, "prefills": 0, "prefill_calls": 0, "prefill_tokens": 0, "generated_tokens": 0, "finished": 0,
-                      "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0,
+        self.stats = {"decode_steps": 0, "prefills": 0, "prefill_calls": 0, "prefill_tokens": 0,
+                      "generated_tokens": 0, "finished": 0, "prompt_tokens": 0, "prefix_cached_tokens": 0, "preemptions": 0,
                       "spec_rows": 0, "spec_proposed": 0, "spec_accepted": 0}
         self._speculating = False
         self._thread = threading.Thread(target=self._loop, name="pdx-llm-engine", daemon=True)
