@@ -66,17 +66,29 @@ def digits(size: int):
     return x[:1400], y[:1400], x[1400:], y[1400:]
 
 
-def train(model, data, epochs, lr, batch, seed, loss_fn=None, params=None):
+def _cross_entropy(model, x, y):
+    return F.cross_entropy(model(x), y)
+
+
+_STEPS: dict = {}   # loss function -> its compiled training step (models of one architecture share a program)
+
+
+def _step(loss_fn):
+    if loss_fn not in _STEPS:
+        @pdx.jit
+        def step(model, opt, xb, yb):
+            loss, grads = pdx.value_and_grad(loss_fn)(model, xb, yb)
+            opt.step(grads)
+            return loss
+
+        _STEPS[loss_fn] = step
+    return _STEPS[loss_fn]
+
+
+def train(model, data, epochs, lr, batch, seed, loss_fn=_cross_entropy, params=None):
     xtr, ytr = data
-    loss_fn = loss_fn or (lambda m, a, b: F.cross_entropy(m(a), b))
     opt = pdx.optimizer.Adam(learning_rate=lr, parameters=params if params is not None else model.parameters())
-
-    @pdx.jit
-    def step(model, opt, xb, yb):
-        loss, grads = pdx.value_and_grad(loss_fn)(model, xb, yb)
-        opt.step(grads)
-        return loss
-
+    step = _step(loss_fn)
     rng = np.random.RandomState(seed)
     model.train()
     for _ in range(epochs):
@@ -86,11 +98,15 @@ def train(model, data, epochs, lr, batch, seed, loss_fn=None, params=None):
     return model.eval()
 
 
-def accuracy(model, x, y) -> float:
+_forward = pdx.jit(lambda model, x: model(x))
+
+
+def accuracy(model, x, y, batch: int = 128) -> float:
+    """Top-1 accuracy; the last batch is padded so that each model compiles one program."""
     model.eval()
-    run = pdx.jit(lambda m, a: m(a))
-    preds = np.concatenate([np.argmax(np.asarray(run(model, x[i:i + 128])), -1) for i in range(0, len(x), 128)])
-    return float(np.mean(preds == y))
+    padded = np.concatenate([x, np.zeros((-len(x) % batch, *x.shape[1:]), x.dtype)])
+    logits = np.concatenate([np.asarray(_forward(model, padded[i:i + batch])) for i in range(0, len(padded), batch)])
+    return float(np.mean(np.argmax(logits[:len(x)], -1) == y))
 
 
 def measure(model, cfg, workdir, name, x):

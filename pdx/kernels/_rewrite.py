@@ -170,20 +170,20 @@ class RewriteRule:
 
 
 _RULES: list[RewriteRule] = []
-_LAZY = (_PendingConv, _Transposed)
+_LAZY: list[type] = [_PendingConv, _Transposed]   # grows with each registered rule's `lazy` types
 
 
 def register_rewrite(rule: RewriteRule) -> None:
     """Add a backend's fusions (once, when the backend's module is imported)."""
-    global _LAZY
     if rule not in _RULES:
         _RULES.append(rule)
-        _LAZY = _LAZY + tuple(t for t in rule.lazy if t not in _LAZY)
+        _LAZY.extend(t for t in rule.lazy if t not in _LAZY)
 
 
 def is_pending(v) -> bool:
     """Whether `v` is a value the rewrite has not materialized yet (a fused chain still collecting ops)."""
-    return isinstance(v, _LAZY)
+    return isinstance(v, tuple(_LAZY))
+
 # Primitives that map equal-shape operands elementwise (scalars broadcast).
 _ELEMENTWISE = frozenset({"abs", "add", "and", "clamp", "convert_element_type", "div", "eq", "exp", "ge", "gt",
                           "integer_pow", "le", "log", "logistic", "lt", "max", "min", "mul", "ne", "neg", "not",
@@ -206,7 +206,7 @@ def _along(vector, ndim: int, axis: int):
 
 
 def _value(v):
-    return v.materialize() if isinstance(v, _LAZY) else v
+    return v.materialize() if is_pending(v) else v
 
 
 def _conv(x, w, params, options: _Options):
@@ -226,7 +226,7 @@ def _eval(jaxpr, consts, args, dynamic, options: _Options) -> tuple[list, list[b
 
     def read(v):
         value = raw(v)
-        if isinstance(value, _LAZY):
+        if is_pending(value):
             value = env[v] = value.materialize()
         return value
 

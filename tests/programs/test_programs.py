@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
+pytestmark = pytest.mark.xdist_group("programs")  # one worker runs the module fixture
 NAMES = sorted(p.name[len("paddle_"):-3] for p in HERE.glob("paddle_*.py"))
 
 # Per program: tolerances; `agree`: keys where that fraction of the entries must be

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 RECIPES = os.path.join(os.path.dirname(__file__), "..", "..", "recipes")
+pytestmark = pytest.mark.xdist_group("llm_recipes")  # one worker runs the module fixture
 
 
 def run(script, *args, log=None):
