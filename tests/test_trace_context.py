@@ -40,6 +40,13 @@ from pdx.parallel import HybridConfig
 ROOT = pathlib.Path(pdx.__file__).resolve().parent
 
 
+@pytest.fixture(autouse=True)
+def _fresh_jit_caches():
+    """These tests count jit cache entries: start each from empty caches, whatever ran before in this
+    process (a worker late in a run holds thousands of jitted functions in JAX's shared C++ caches)."""
+    jax.clear_caches()
+
+
 # --- The JAX adapter. -----------------------------------------------------------------------------
 
 def test_jax_adapter():

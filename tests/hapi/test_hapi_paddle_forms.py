@@ -4,6 +4,7 @@ from forward's signature, Model.load with the .pdparams suffix, summary with
 -1/None batch dims, and every public paddle.Model method present."""
 
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -21,7 +22,9 @@ def test_progressbar_prints_as_paddle(paddle, capsys):
 
     steps = [(1, [("loss", 0.5), ("acc", [0.25, 1e-5])]), (3, [("loss", np.float32(0.125))]), (4, [("loss", 2.0)])]
     for verbose in (1, 2):
-        ref = PaddleBar(num=4, verbose=verbose, width=20)
+        # Paddle's default `file=sys.stdout` is bound when paddle.hapi is first imported (maybe under
+        # another test's capture): pass this test's stdout
+        ref = PaddleBar(num=4, verbose=verbose, width=20, file=sys.stdout)
         ref._dynamic_display = True
         for n, values in steps:
             ref.update(n, list(values))
