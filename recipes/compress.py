@@ -66,29 +66,17 @@ def digits(size: int):
     return x[:1400], y[:1400], x[1400:], y[1400:]
 
 
-def _cross_entropy(model, x, y):
-    return F.cross_entropy(model(x), y)
-
-
-_STEPS: dict = {}   # loss function -> its compiled training step (models of one architecture share a program)
-
-
-def _step(loss_fn):
-    if loss_fn not in _STEPS:
-        @pdx.jit
-        def step(model, opt, xb, yb):
-            loss, grads = pdx.value_and_grad(loss_fn)(model, xb, yb)
-            opt.step(grads)
-            return loss
-
-        _STEPS[loss_fn] = step
-    return _STEPS[loss_fn]
-
-
-def train(model, data, epochs, lr, batch, seed, loss_fn=_cross_entropy, params=None):
+def train(model, data, epochs, lr, batch, seed, loss_fn=None, params=None):
     xtr, ytr = data
+    loss_fn = loss_fn or (lambda m, a, b: F.cross_entropy(m(a), b))
     opt = pdx.optimizer.Adam(learning_rate=lr, parameters=params if params is not None else model.parameters())
-    step = _step(loss_fn)
+
+    @pdx.jit
+    def step(model, opt, xb, yb):
+        loss, grads = pdx.value_and_grad(loss_fn)(model, xb, yb)
+        opt.step(grads)
+        return loss
+
     rng = np.random.RandomState(seed)
     model.train()
     for _ in range(epochs):
@@ -98,14 +86,12 @@ def train(model, data, epochs, lr, batch, seed, loss_fn=_cross_entropy, params=N
     return model.eval()
 
 
-_forward = pdx.jit(lambda model, x: model(x))
-
-
 def accuracy(model, x, y, batch: int = 128) -> float:
-    """Top-1 accuracy; the last batch is padded so that each model compiles one program."""
+    """Top-1 accuracy; the last batch is padded so that the model compiles one program."""
     model.eval()
+    run = pdx.jit(lambda m, a: m(a))
     padded = np.concatenate([x, np.zeros((-len(x) % batch, *x.shape[1:]), x.dtype)])
-    logits = np.concatenate([np.asarray(_forward(model, padded[i:i + batch])) for i in range(0, len(padded), batch)])
+    logits = np.concatenate([np.asarray(run(model, padded[i:i + batch])) for i in range(0, len(padded), batch)])
     return float(np.mean(np.argmax(logits[:len(x)], -1) == y))
 
 

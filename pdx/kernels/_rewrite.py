@@ -184,6 +184,7 @@ def is_pending(v) -> bool:
     """Whether `v` is a value the rewrite has not materialized yet (a fused chain still collecting ops)."""
     return isinstance(v, tuple(_LAZY))
 
+
 # Primitives that map equal-shape operands elementwise (scalars broadcast).
 _ELEMENTWISE = frozenset({"abs", "add", "and", "clamp", "convert_element_type", "div", "eq", "exp", "ge", "gt",
                           "integer_pow", "le", "log", "logistic", "lt", "max", "min", "mul", "ne", "neg", "not",
