@@ -19,8 +19,8 @@ type, so ported code calls them eagerly and under `jax.jit` / `pdx.jit`,
   `sum(0, None, True)`, `reshape([0, -1])`, `squeeze(axis)` over a dim that is
   not 1, ...). A Paddle form that JAX also accepts with another meaning is not
   overridden: those names are listed in `differences()` (`dot`, `repeat`,
-  `shape`, `size()`, `nonzero()`, `std()`/`var()` defaults, `real`/`imag`,
-  `device`).
+  `shape` (a tuple that also takes Paddle's list uses: `Shape`), `size()`,
+  `nonzero()`, `std()`/`var()` defaults, `real`/`imag`, `device`).
 * **Integer indices are bounds-checked.** `x[5]` on a 3-element axis raises
   Paddle's IndexError instead of JAX's clamped read (a Python or numpy int,
   or a concrete 0-d integer array; traced indices and integer-array indices
@@ -75,6 +75,7 @@ from pdx._tensor_names import methods_enabled as enabled
 
 __all__ = [
     "ENV_SWITCH",
+    "Shape",
     "Tensor",
     "differences",
     "enabled",
@@ -334,9 +335,9 @@ _SAME_AS_JAX = ("T", "mT", "astype", "clone", "conj", "diagonal", "dtype", "item
 
 # Deliberate differences: name -> why. The coverage report reads this through differences().
 _DIFFERENCES: dict[str, str] = {
-    "shape": "JAX's tuple, not Paddle's list (paddle.Size): `x.shape == [2, 3]` is False, "
-             "`x.shape[:-1] + [h, d]` and `s = x.shape; s[0] = -1` raise; write `list(x.shape)` "
-             "where Paddle code treats the shape as a list (benchmarks/RESULTS.md, 'x.shape')",
+    "shape": "a tuple (JAX's), not Paddle's list: it takes Paddle's list uses (`x.shape[:-1] + [h, d]` "
+             "is a list, `x.shape == [2, 3]` compares dims), but `s = x.shape; s[0] = -1` raises: write "
+             "`s = list(x.shape)` (pdx._tensor.Shape; benchmarks/RESULTS.md, 'x.shape')",
     "dot": "JAX's x.dot(y) is a matrix product for 2-D inputs, Paddle's a row-wise dot product; "
            "use pdx.dot(x, y) for Paddle's",
     "size": "JAX's int attribute: x.size == 6 holds, but Paddle's callable forms x.size() / "
@@ -921,6 +922,74 @@ def _install_index_check() -> None:
         setattr(cls, "__getitem__", _bounds_checked_getitem(current))
 
 
+class Shape(tuple):
+    """`x.shape`: JAX's tuple of dims, which also takes Paddle's list uses of a shape.
+
+    Paddle's `x.shape` is a list; ported code writes `x.shape[:-1] + [h, d]`,
+    `[b] + x.shape[1:]` and `x.shape == [3]`. A `Shape` is a tuple, hashed and
+    compared with tuples exactly as JAX's (so every JAX use is unchanged); adding a
+    list gives a list and comparing with a list compares the dims; slices stay
+    `Shape`s. `s[0] = -1` cannot work on a tuple and raises naming `list(x.shape)`.
+
+    Example:
+      >>> import pdx
+      >>> x = pdx.ones([2, 3, 8])
+      >>> x.shape[:-1] + [2, 4], x.shape == [2, 3, 8], x.shape == (2, 3, 8)
+      ([2, 3, 2, 4], True, True)
+    """
+
+    __slots__ = ()
+    __hash__ = tuple.__hash__
+
+    def __add__(self, other):
+        return list(self) + other if isinstance(other, list) else tuple.__add__(self, other)
+
+    def __radd__(self, other):
+        if isinstance(other, list):
+            return other + list(self)
+        return tuple.__add__(other, self) if isinstance(other, tuple) else NotImplemented
+
+    def __eq__(self, other):
+        return list(self) == other if isinstance(other, list) else tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return list(self) != other if isinstance(other, list) else tuple.__ne__(self, other)
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Shape(out) if isinstance(index, slice) else out
+
+    def __setitem__(self, index, value):
+        raise TypeError(f"x.shape is a tuple in pdx (JAX's shape), so `shape[{index!r}] = {value!r}` cannot "
+                        "change it: copy it into a list first, `shape = list(x.shape)`, then edit the list")
+
+
+def _shape_property(get: Callable) -> property:
+    cache: dict[tuple, Shape] = {}  # dims -> its Shape (shapes repeat: one object each)
+
+    def shape(self):
+        dims = get(self)
+        out = cache.get(dims)
+        if out is None:
+            if len(cache) >= 65536:
+                cache.clear()
+            out = cache[dims] = Shape(dims)
+        return out
+
+    prop = property(shape, doc="The dims (a `pdx.Tensor`'s `Shape`: a tuple that also takes Paddle's list uses).")
+    prop.fget.pdx_original = get
+    return prop
+
+
+def _install_shape() -> None:
+    for cls in _array_classes():
+        current = cls.__dict__.get("shape")
+        if not isinstance(current, property) or getattr(current.fget, "pdx_original", None) is not None:
+            continue
+        _JAX_ORIGINAL[(cls, "shape")] = current
+        setattr(cls, "shape", _shape_property(current.fget))
+
+
 def register() -> dict[str, str]:
     """Set Paddle's Tensor methods on JAX's array and tracer types (idempotent).
 
@@ -971,6 +1040,7 @@ def register() -> dict[str, str]:
             setattr(cls, name, new)
             _INSTALLED[key] = new
     _install_index_check()
+    _install_shape()
     _STATUS.clear()
     _STATUS.update({name: status for name, (status, _) in plan.items()
                     if any(_INSTALLED.get((cls, name)) is not None for cls in _array_classes())})

@@ -468,11 +468,41 @@ def test_adapter_assumptions():
     jax.vmap(probe)(jnp.ones(2))
     jax.grad(lambda t: probe(t).sum())(jnp.ones(2))
     jax.jvp(probe, (jnp.ones(2),), (jnp.ones(2),))
-    names = set(_tensor.registered_methods())
+    names = set(_tensor.registered_methods()) | {"shape"}
     for cls in seen:
         assert issubclass(cls, core.Tracer), cls
         for klass in cls.__mro__[: cls.__mro__.index(core.Tracer)]:
             assert not names & set(vars(klass)), (klass, names & set(vars(klass)))
+
+
+def test_shape_takes_paddles_list_uses(paddle):
+    """`x.shape` is JAX's tuple to JAX and takes Paddle's list idioms, eagerly and traced."""
+    data = np.arange(48, dtype="float32").reshape(2, 3, 8)
+    pd_x, x = paddle.to_tensor(data), pdx.to_tensor(data)
+
+    def idioms(t):
+        s = t.shape
+        return (s[:-1] + [2, 4], [6] + s[2:], s == [2, 3, 8], s != [2, 3, 8], [2, 3, 8] == s, s[-1], len(s),
+                list(s), s[1:] + [1])
+
+    want = idioms(pd_x)
+    assert idioms(x) == want
+    traced = []
+    jax.jit(lambda t: traced.append(idioms(t)) or t)(x)
+    jax.grad(lambda t: traced.append(idioms(t)) or t.sum())(x)
+    assert traced == [want, want]
+    assert pdx.jit(lambda t: t.reshape(t.shape[:-1] + [2, 4]))(x).shape == tuple(paddle.reshape(
+        pd_x, pd_x.shape[:-1] + [2, 4]).shape)
+    # to JAX it is the same tuple: equal and hashed as one, tuple + tuple stays a tuple
+    s = x.shape
+    assert isinstance(s, tuple) and s == (2, 3, 8) and hash(s) == hash((2, 3, 8)) and {(2, 3, 8): 1}[s] == 1
+    assert s + (1,) == (2, 3, 8, 1) and (1,) + s == (1, 2, 3, 8) and repr(s) == "(2, 3, 8)"
+    assert isinstance(s + (1,), tuple) and not isinstance(s + [1], tuple)
+    assert pickle.loads(pickle.dumps(s)) == (2, 3, 8)
+    assert jnp.zeros(s).shape == (2, 3, 8) and np.zeros(s).shape == (2, 3, 8)
+    assert pdx.nn.Linear(8, 4).weight.shape == [8, 4]
+    with pytest.raises(TypeError, match=r"shape = list\(x.shape\)"):
+        s[0] = -1
 
 
 def test_layout_and_identity_methods_match_paddle(paddle):
