@@ -40,8 +40,11 @@ Usage:
 
 The suite is read from `--root` (a `framework/api` directory); when that
 does not exist it is extracted there from the PaddleTest git mirror
-(`--mirror`, a bare repository) with `git archive`. Nothing is written into
-this repository unless `--json` / `--causes` name a path in it.
+(`--mirror`, a bare repository) with `git archive`, with `framework/utils` beside
+it (the helpers some test files import). Each backend runs in a fresh copy of
+it (`run-paddle/`, `run-pdx/` beside the suite), since tests write files next to
+themselves. Nothing is written into this repository unless `--json` /
+`--causes` name a path in it.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ import os
 import pathlib
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -262,10 +266,20 @@ def ensure_suite(root: pathlib.Path, mirror: pathlib.Path) -> pathlib.Path:
         raise SystemExit(f"--root {root} does not exist and --mirror {mirror} is not a git mirror of PaddleTest")
     top = root.parents[1]  # .../framework/api -> ...
     top.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", "HEAD", "framework/api"],
+    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", "HEAD", "framework/api", "framework/utils"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(top)], input=archive, check=True)
     return root
+
+
+def workspace(root: pathlib.Path, backend: str) -> pathlib.Path:
+    """A fresh copy of the suite (`framework/`, utils included) for one backend's run, at `run-<backend>/` beside
+    the extracted suite: tests write files (saved models, logs) next to themselves, and a file one backend
+    wrote must not be what the other one reads."""
+    top = root.parents[1] / f"run-{backend}"
+    shutil.rmtree(top, ignore_errors=True)
+    shutil.copytree(root.parent, top / root.parent.name, symlinks=True)
+    return top / root.parent.name / root.name
 
 
 def discover(root: pathlib.Path, folders: list[str] | None, files: list[str] | None,
@@ -469,9 +483,12 @@ def main(argv: list[str] | None = None) -> int:
     done = len(results)
     start = time.perf_counter()
 
+    spaces = {b: workspace(root, b) for b in args.backends if any(c[0] == b for c in chunks)}
+
     def work(backend, chunk):
-        for f, r in run_files(backend, chunk, args.timeout):
-            rel = str(f.relative_to(root))
+        copies = [spaces[backend] / f.relative_to(root) for f in chunk]
+        for f, r in run_files(backend, copies, args.timeout):
+            rel = str(f.relative_to(spaces[backend]))
             with lock:
                 results[(backend, rel)] = r
                 passed = sum(o == "passed" for o in r.outcomes.values())

@@ -48,7 +48,7 @@ import importlib.util
 import sys
 import types
 
-__all__ = ["EXCLUDED", "LEGACY", "NAMES", "SHADOWED", "SOURCES", "TREE", "install"]
+__all__ = ["EXCLUDED", "HOOKED", "LEGACY", "NAMES", "SHADOWED", "SOURCES", "TREE", "install"]
 
 
 def _paths(groups: dict[str, str]) -> frozenset[str]:
@@ -131,11 +131,13 @@ SOURCES: dict[str, tuple[str, ...]] = {
 # Names Paddle's legacy modules hold that pdx spells elsewhere: path -> {name: "module:attribute"}.
 # (`grad` there is Paddle's `paddle.grad(outputs, inputs)`, pdx.autograd.grad; pdx.grad is the function transform.)
 _DYGRAPH = {"guard": "pdx._paddle_tree:dygraph_guard", "to_variable": "pdx:to_tensor", "grad": "pdx.autograd:grad"}
+_PIR = {"use_pir_api": "pdx._paddle_tree:use_pir_api", "in_pir_mode": "pdx._paddle_tree:in_pir_mode"}
 LEGACY: dict[str, dict[str, str]] = {
     "base.dygraph": _DYGRAPH,
     "base.dygraph.base": _DYGRAPH,
-    "base.framework": {"in_dygraph_mode": "pdx:in_dynamic_mode", "in_dynamic_or_pir_mode": "pdx:in_dynamic_mode"},
-    "framework": {"grad": "pdx.autograd:grad"},
+    "base.framework": {"in_dygraph_mode": "pdx:in_dynamic_mode", "in_dynamic_or_pir_mode": "pdx:in_dynamic_mode",
+                       **_PIR},
+    "framework": {"grad": "pdx.autograd:grad", "core": "pdx.base:core", **_PIR},
 }
 
 # Paddle module paths (prefixes) that are not part of pdx, each with the reason.
@@ -213,9 +215,12 @@ EXCLUDED: dict[str, str] = {
 
 
 # real pdx module -> {Paddle name: "defining module:attribute"}, for names defined in a package above the module.
+# A private name is for pdx's own use, left out of `__all__`: pdx.inference runs pdx artifacts through pdx.export's
+# loader, the package above it.
 NAMES: dict[str, dict[str, str]] = {
     "pdx.jit": {"save": "pdx.export:save_layer", "load": "pdx.export:load_layer",
                 "TranslatedLayer": "pdx.export:TranslatedLayer"},
+    "pdx.inference": {"_load_artifact": "pdx.export:load"},
     "pdx.device": {name: f"pdx._typed_tensors:{name}" for name in (  # the roof's factories (they call pdx.ops)
         "BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
         "IntTensor", "LongTensor", "ShortTensor")},
@@ -233,6 +238,32 @@ def dygraph_guard(place=None):
         ...     y = pdx.ones([2]) + 1
     """
     yield
+
+
+def use_pir_api() -> bool:
+    """Paddle's `paddle.framework.use_pir_api()`: True, as in Paddle 3.x, whose saved programs are PIR JSON.
+
+    Paddle scripts branch on it to name the saved program (`model.json` vs `model.pdmodel`); pdx.inference
+    reads both formats, and `pdx.jit.save`'s artifact directory `X` is found under either name `X.json` /
+    `X.pdmodel`.
+
+    Example:
+        >>> import pdx
+        >>> pdx.framework.use_pir_api()
+        True
+    """
+    return True
+
+
+def in_pir_mode() -> bool:
+    """Paddle's `paddle.base.framework.in_pir_mode()`: False, since pdx never builds a static program.
+
+    Example:
+        >>> import pdx
+        >>> pdx.base.framework.in_pir_mode()
+        False
+    """
+    return False
 
 
 def sources(path: str) -> tuple[str, ...]:
@@ -307,12 +338,27 @@ class _Finder(importlib.abc.MetaPathFinder):
 TOP_LEVEL: frozenset[str] = frozenset(p for p in TREE if "." not in p)
 
 
+def _tree_children(module_name: str) -> frozenset[str]:
+    """The TREE paths directly below a real pdx module, as attribute names (`pdx.nn` -> {"layer", "loss", ...})."""
+    path = module_name[len("pdx."):]
+    return frozenset(p.rpartition(".")[2] for p in TREE if p.rpartition(".")[0] == path)
+
+
+# Real pdx modules that get names on first use: their NAMES, and their TREE children as attributes
+# (`pdx.nn.layer.MaxPool1D` without an import first, as `paddle.nn.layer` is an attribute of `paddle.nn`).
+HOOKED: frozenset[str] = frozenset(NAMES) | frozenset(
+    f"pdx.{p.rpartition('.')[0]}" for p in TREE if "." in p and p.rpartition(".")[0] not in TREE)
+
+
 def _add_names(module: types.ModuleType) -> None:
-    """Give `module` its `NAMES`: resolved on first use, listed in `__all__` and `dir()`."""
-    names = NAMES[module.__name__]
+    """Give `module` its `NAMES` (resolved on first use, listed in `__all__` and `dir()`) and its TREE children."""
+    names = NAMES.get(module.__name__, {})
+    children = _tree_children(module.__name__)
     own = module.__dict__.get("__getattr__")
 
     def __getattr__(name: str):
+        if name in children:
+            return importlib.import_module(f"{module.__name__}.{name}")
         if name not in names:
             if own is not None:
                 return own(name)
@@ -323,12 +369,14 @@ def _add_names(module: types.ModuleType) -> None:
         return value
 
     module.__getattr__ = __getattr__
-    module.__dir__ = lambda: sorted(set(module.__dict__) | set(names))
-    module.__all__ = sorted({*getattr(module, "__all__", ()), *names})
+    public = [name for name in names if not name.startswith("_")]
+    module.__dir__ = lambda: sorted(set(module.__dict__) | set(public) | children)
+    if public:
+        module.__all__ = sorted({*getattr(module, "__all__", ()), *public})
 
 
 class _NamesLoader(importlib.abc.Loader):
-    """Runs a real module's own loader, then adds its `NAMES`."""
+    """Runs a real module's own loader, then adds its `NAMES` and TREE children."""
 
     def __init__(self, loader):
         self._loader = loader
@@ -342,10 +390,10 @@ class _NamesLoader(importlib.abc.Loader):
 
 
 class _NamesFinder(importlib.abc.MetaPathFinder):
-    """Finds the real modules that `NAMES` adds to (asked first) and wraps their loader."""
+    """Finds the real modules in `HOOKED` (asked first) and wraps their loader."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in NAMES:
+        if fullname not in HOOKED:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -362,7 +410,7 @@ def install() -> None:
     `import pdx`."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _NamesFinder())
-        for name in NAMES:
+        for name in HOOKED:
             if name in sys.modules:
                 _add_names(sys.modules[name])
         sys.meta_path.append(_Finder())

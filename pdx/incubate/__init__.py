@@ -3,11 +3,12 @@
 `LookAhead` / `ModelAverage` wrap pdx optimizers (their math is the optax
 transforms in `pdx.incubate.optimizer`); `pdx.incubate.nn` holds the fused
 layers and ops as plain compositions XLA fuses; the segment and graph ops are
-`pdx.geometric`'s under their incubate names.
+`pdx.geometric`'s under their incubate names; `pdx.incubate.autograd` is Paddle's
+functional `jvp` / `vjp` / `Jacobian` / `Hessian` over JAX's transforms.
 """
 
 from pdx.geometric import segment_max, segment_mean, segment_min, segment_sum
-from pdx.incubate import jit, nn, optimizer
+from pdx.incubate import autograd, jit, nn, optimizer
 from pdx.incubate._inference import inference
 from pdx.incubate._ops import graph_khop_sampler
 from pdx.incubate._ops import graph_reindex
@@ -21,6 +22,7 @@ from pdx.incubate._optimizer import LookAhead, ModelAverage
 __all__ = [
     "LookAhead",
     "ModelAverage",
+    "autograd",
     "graph_khop_sampler",
     "graph_reindex",
     "graph_sample_neighbors",

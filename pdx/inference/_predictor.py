@@ -1,4 +1,4 @@
-"""Paddle Inference's Python API (`paddle.inference`) over translated Paddle programs."""
+"""Paddle Inference's Python API (`paddle.inference`) over translated Paddle programs and pdx artifacts."""
 
 from __future__ import annotations
 
@@ -331,15 +331,48 @@ class Tensor:
             raise ValueError("set_lod: LoD tensors are not supported; pad the batch and pass lengths")
 
 
+def _artifact_dir(config: Config) -> Path | None:
+    """The pdx artifact directory `config` names, or None for a Paddle program.
+
+    `Config(dir)` / `Config(dir, params)` naming an artifact directory, or the files Paddle's
+    `paddle.jit.save(layer, "out/m")` would write, `Config("out/m.json", "out/m.pdiparams")`
+    (or `.pdmodel`), when they do not exist and `out/m` is the directory `pdx.jit.save` wrote.
+    """
+    named = config.model_dir() or config.prog_file()
+    if named is None:
+        return None
+    path = Path(named)
+    if path.suffix in (".json", ".pdmodel") and not path.exists():
+        path = path.with_suffix("")
+    return path if (path / "manifest.json").is_file() else None
+
+
+class _ArtifactEngine:
+    """A pdx artifact (`pdx.jit.save` / `pdx.export.export`), run by `pdx.export.load`'s predictor."""
+
+    def __init__(self, path: Path):
+        import pdx.inference  # its `_load_artifact` is pdx.export.load (pdx/_paddle_tree.py NAMES: the package above)
+
+        self.model = pdx.inference._load_artifact(path)
+        self.inputs = [(spec.name or f"x{i}", jnp.dtype(spec.dtype).name, tuple(spec.shape))
+                       for i, spec in enumerate(self.model.input_specs)]
+        self.outputs = [(name, None) for name in self.model.output_names]
+
+    def run(self, arrays):
+        outs = self.model(*arrays)
+        return list(outs) if isinstance(outs, tuple) else [outs]
+
+
+def _open(config: Config):
+    artifact = _artifact_dir(config)
+    return _ArtifactEngine(artifact) if artifact is not None else _Engine(config)
+
+
 class _Engine:
     """One loaded model, shared by a predictor and its clones (Paddle's clones share the weights)."""
 
     def __init__(self, config: Config):
         self.device = config._device()
-        if config.model_dir() is not None and (Path(config.model_dir()) / "manifest.json").is_file():
-            # pdx.export builds on pdx.jit, whose load() builds on this package: artifacts load there
-            raise ModelFormatError(f"{config.model_dir()!r} is a pdx export artifact; run it with "
-                                   "pdx.export.load(path) (or pdx.jit.load(path) for a Layer)")
         if config.model_dir() is None and (config.prog_file() is None or config.params_file() is None):
             raise ValueError("Config names no model: use Config(model_dir) or Config(model_file, params_file)")
         model_file, params_file = find_model_files(config.model_dir() or config.prog_file(),
@@ -408,7 +441,7 @@ class Predictor:
         if not isinstance(config, Config):
             raise TypeError(f"create_predictor takes a pdx.inference.Config, got {type(config).__name__}")
         self._config = config
-        self._engine = _engine or _Engine(config)
+        self._engine = _engine or _open(config)
         self._inputs = {n: Tensor(n, d, s) for n, d, s in self._engine.inputs}
         self._outputs = {n: Tensor(n, d or "float32", ()) for n, d in self._engine.outputs}
 

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 _FORMATS = {1: ("NCL", "NLC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+_ALL_FORMATS = tuple(f for formats in _FORMATS.values() for f in formats)
 _MODES = ("constant", "reflect", "replicate", "circular")
 
 
@@ -46,7 +47,8 @@ def _pairs(padding, n: int, layer: str) -> tuple[int, ...]:
         padding = np.asarray(padding).reshape(-1).tolist()
     if is_int(padding):
         return (int(padding),) * (2 * n)
-    if isinstance(padding, (list, tuple)) and len(padding) == 2 * n and all(is_int(p) for p in padding):
+    # a list goes to F.pad as given, as in Paddle (which checks it against the input's rank and layout)
+    if isinstance(padding, (list, tuple)) and padding and len(padding) % 2 == 0 and all(is_int(p) for p in padding):
         return tuple(int(p) for p in padding)
     raise layer_error(layer, f"padding must be an int or {2 * n} ints (before/after per spatial dim, last dim "
                              f"first); got padding={padding!r}")
@@ -62,9 +64,9 @@ class _PadNd(Layer):
         layer = type(self).__name__
         if mode not in _MODES:
             raise layer_error(layer, f"mode={mode!r} is not supported; use one of {list(_MODES)}")
-        if data_format not in _FORMATS[self._n]:
+        if data_format not in _ALL_FORMATS:  # any of F.pad's, as in Paddle: the layout names the input's rank
             raise layer_error(layer, f"data_format={data_format!r} is not supported; use one of "
-                                     f"{list(_FORMATS[self._n])}")
+                                     f"{list(_FORMATS[self._n])} (or another rank's: {list(_ALL_FORMATS)})")
         self.padding = _pairs(padding, self._n, layer)
         self._mode = mode
         self.value = value
@@ -72,9 +74,9 @@ class _PadNd(Layer):
         self._name = name
 
     def forward(self, x):
-        if x.ndim != self._n + 2:
-            raise layer_error(type(self).__name__, f"expects a {self._n + 2}-D input in {self._data_format} "
-                                                   f"layout; got x.shape={tuple(x.shape)}")
+        if x.ndim != len(self._data_format):
+            raise layer_error(type(self).__name__, f"expects a {len(self._data_format)}-D input in "
+                                                   f"{self._data_format} layout; got x.shape={tuple(x.shape)}")
         return F.pad(x, list(self.padding), mode=self._mode, value=self.value, data_format=self._data_format)
 
     def extra_repr(self) -> str:

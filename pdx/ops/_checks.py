@@ -127,7 +127,8 @@ def check_rank(x, *, op: str, name: str = "x", at_least: int = 0, exactly: int |
 
 
 def prod_int(values) -> int:
+    """The product of dims: an int, or a symbolic dim where one is (export with `None` dims)."""
     out = 1
     for v in values:
-        out *= int(v)
+        out *= v if jax.export.is_symbolic_dim(v) else int(v)
     return out

@@ -40,8 +40,16 @@ def test_padding_layers_match_paddle(paddle, rng):
     assert_grads_match(paddle, nn.ReflectionPad2D([1, 2, 0, 1]), paddle.nn.ReflectionPad2D([1, 2, 0, 1]), [x], rng)
     with pytest.raises(ValueError, match="padding"):
         nn.ZeroPad2D([1, 2, 3])
+    # Paddle's Pad layers take any of F.pad's layouts: the layout, not the layer, names the input's rank
+    for layer, fmt, padding in (("Pad2D", "NCL", [1, 2]), ("Pad1D", "NCHW", [1, 0, 1, 2]),
+                                ("Pad3D", "NHWC", [0, 1, 2, 1]), ("Pad2D", "NCDHW", [1, 0, 1, 2, 1, 0])):
+        x = rng.standard_normal((2, 3, 4, 5, 6)[:len(fmt)]).astype(np.float32)
+        for mode in ("constant", "reflect", "circular"):
+            ours = getattr(nn, layer)(padding, mode=mode, data_format=fmt)
+            assert_close(ours(jnp.asarray(x)), pd_forward(paddle, getattr(paddle.nn, layer)(padding, mode=mode,
+                                                                                              data_format=fmt), x))
     with pytest.raises(ValueError, match="data_format"):
-        nn.Pad1D(1, data_format="NCHW")
+        nn.Pad1D(1, data_format="NXC")
     with pytest.raises(ValueError, match="mode"):
         nn.Pad2D(1, mode="wrap")
 

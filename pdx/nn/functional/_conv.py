@@ -59,8 +59,9 @@ def _add_bias(out, bias, channels, is_last, op):
     if bias is None:
         return out
     bias = array(bias, op=op, name="bias")
-    if bias.size != channels:
-        raise error(op, f"bias.shape={tuple(bias.shape)} must hold one value per output channel ({channels})")
+    if bias.size not in (channels, 1):  # one value broadcasts to every channel, as in Paddle
+        raise error(op, f"bias.shape={tuple(bias.shape)} must hold one value per output channel ({channels}) "
+                        "or a single value")
     return out + bcast_channel(bias.reshape(-1).astype(out.dtype), out.ndim, channel_axis(out.ndim, is_last))
 
 

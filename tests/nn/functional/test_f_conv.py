@@ -95,6 +95,11 @@ def test_conv1d_and_conv3d(oracle, rng):
     wt = rng.standard_normal((4, 3, 3)).astype(np.float32)
     oracle.close(F.conv1d_transpose(jnp.asarray(x1), jnp.asarray(wt), **kw),
                  oracle.F.conv1d_transpose(oracle.t(x1), oracle.t(wt), **kw), rtol=1e-4, atol=1e-4)
+    one = np.array([0.5], np.float32)  # a one-element bias broadcasts over the output channels, as in Paddle
+    oracle.close(F.conv1d_transpose(jnp.asarray(x1), jnp.asarray(wt), bias=one, **kw),
+                 oracle.F.conv1d_transpose(oracle.t(x1), oracle.t(wt), bias=oracle.t(one), **kw), rtol=1e-4, atol=1e-4)
+    oracle.close(F.conv1d(jnp.asarray(x1), jnp.asarray(w1), bias=one, **kw),
+                 oracle.F.conv1d(oracle.t(x1), oracle.t(w1), bias=oracle.t(one), **kw), rtol=1e-4, atol=1e-4)
     x3 = rng.standard_normal((1, 2, 5, 6, 4)).astype(np.float32)
     w3 = rng.standard_normal((3, 2, 2, 3, 2)).astype(np.float32)
     oracle.close(F.conv3d(jnp.asarray(x3), jnp.asarray(w3), padding=1, stride=2),
