@@ -136,7 +136,7 @@ LEGACY: dict[str, dict[str, str]] = {
     "base.dygraph": _DYGRAPH,
     "base.dygraph.base": _DYGRAPH,
     "base.framework": {"in_dygraph_mode": "pdx:in_dynamic_mode", "in_dynamic_or_pir_mode": "pdx:in_dynamic_mode",
-                       **_PIR},
+                       "Variable": "pdx.static:Variable", **_PIR},
     "framework": {"grad": "pdx.autograd:grad", "core": "pdx.base:core", **_PIR},
 }
 

@@ -149,3 +149,28 @@ def test_the_tree_costs_import_pdx_nothing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={"JAX_PLATFORMS": "cpu", "PATH": ""}, check=True)
     assert out.stdout.strip() == "[]"  # the views load their sources on first use of a name
+
+
+def test_tree_children_are_attributes_where_paddles_are(paddle):
+    """`paddle.nn.layer.MaxPool1D` without an import first: a child module Paddle exposes as an attribute is one."""
+    checked = 0
+    for name in sorted(_paddle_tree.HOOKED):
+        ours = importlib.import_module(name)
+        theirs = importlib.import_module("paddle" + name[len("pdx"):])
+        for child in sorted(_paddle_tree._tree_children(name)):
+            if isinstance(getattr(theirs, child, None), types.ModuleType):
+                assert getattr(ours, child) is importlib.import_module(f"{name}.{child}"), (name, child)
+                checked += 1
+    assert checked >= 20
+    assert pdx.nn.layer.MaxPool1D is pdx.nn.MaxPool1D
+    # the framework queries Paddle scripts branch on, in dygraph mode
+    assert pdx.framework.use_pir_api() is paddle.framework.use_pir_api() is True
+    assert pdx.base.framework.in_pir_mode() is paddle.base.framework.in_pir_mode() is False
+    from pdx.framework import core
+    assert core is pdx.base.core
+    for value in (pdx.ones([2]), pdx.nn.Linear(2, 2).weight[...]):
+        assert isinstance(value, pdx.static.Variable)
+    assert isinstance(paddle.ones([2]), paddle.static.Variable)
+    assert not isinstance([1.0], pdx.static.Variable)
+    with pytest.raises(TypeError, match="to_tensor"):
+        pdx.static.Variable()

@@ -195,3 +195,42 @@ def test_public_names_import_and_have_docstrings(package):
     undocumented = [n for n in module.__all__ if callable(getattr(module, n)) and not (getattr(module, n).__doc__ or "").strip()]
     assert not undocumented, f"{package}: public names without a docstring: {undocumented}"
     assert getattr(pdx, package.split(".")[1]) is importlib.import_module(".".join(package.split(".")[:2]))
+
+
+def test_incubate_autograd_matches_paddle(paddle, rng):
+    """Paddle's functional autodiff: vjp / jvp / Jacobian / Hessian, single and several inputs, batched."""
+    import paddle.incubate.autograd as PA
+
+    from pdx.incubate import autograd as A
+
+    T = paddle.to_tensor
+    x, y, v = (rng.standard_normal((3, 3)).astype(np.float32) for _ in range(3))
+
+    def close(ours, theirs):
+        ours = ours if isinstance(ours, (list, tuple)) else [ours]
+        theirs = theirs if isinstance(theirs, (list, tuple)) else [theirs]
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(np.asarray(a), _np(b), rtol=1e-5, atol=1e-5)
+
+    two, ptwo = (lambda a, b: (a @ b, a * b)), (lambda a, b: (paddle.matmul(a, b), a * b))
+    square, psquare = (lambda a: a @ a), (lambda a: paddle.matmul(a, a))
+    close(A.vjp(square, x)[1], PA.vjp(psquare, T(x))[1])
+    close(A.vjp(two, [x, y], [v, v])[1], PA.vjp(ptwo, [T(x), T(y)], [T(v), T(v)])[1])
+    close(A.jvp(two, [x, y])[1], PA.jvp(ptwo, [T(x), T(y)])[1])
+    close(A.jvp(square, x, v)[1], PA.jvp(psquare, T(x), T(v))[1])
+    for batched in (False, True):
+        ours, theirs = A.Jacobian(two, [x, y], is_batched=batched), PA.Jacobian(ptwo, [T(x), T(y)], is_batched=batched)
+        assert list(ours.shape) == list(theirs.shape)
+        close(ours[:], theirs[:])
+        close(ours[0, :], theirs[0, :])
+    close(A.Hessian(lambda a, b: (a * b * a).sum(), [x, y])[:],
+          PA.Hessian(lambda a, b: (a * b * a).sum(), [T(x), T(y)])[:])
+    close(A.Hessian(lambda a: (a ** 3).sum(1, keepdims=True), x, is_batched=True)[:],
+          PA.Hessian(lambda a: (a ** 3).sum(1, keepdim=True), T(x), is_batched=True)[:])
+    with pytest.raises(ValueError, match="`v` must match"):
+        A.vjp(square, x, np.ones((2, 2), np.float32))
+    A.enable_prim()
+    assert A.prim_enabled() is True
+    A.disable_prim()
+    assert A.prim_enabled() is False
