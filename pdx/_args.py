@@ -18,8 +18,8 @@ import numpy as np
 
 from pdx._dtype import convert_dtype
 
-__all__ = ["ArgumentError", "AttrTypeError", "AxisError", "OpError", "ShapeError", "argument_error", "as_array", "attr_error", "int_list",
-           "is_int", "normalize_axis", "ntuple", "number", "op_error", "static_int"]
+__all__ = ["ArgumentError", "AttrTypeError", "AxisError", "OpError", "ShapeError", "argument_error", "as_array", "attr_error",
+           "concrete_ints", "int_list", "is_int", "normalize_axis", "ntuple", "number", "op_error", "static_int"]
 
 
 class _PaddleCategory:
@@ -81,13 +81,31 @@ def is_int(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
+def concrete_ints(value):
+    """A concrete (not traced) integer tensor as Python ints (`Tensor([3, 3])` -> `[3, 3]`), else `value`.
+
+    Paddle takes sizes as tensors (`output_size=paddle.to_tensor([3, 3])`); eagerly their values are known.
+
+    Example:
+      >>> import numpy as np
+      >>> concrete_ints(np.array([3, 4])), concrete_ints(5)
+      ([3, 4], 5)
+    """
+    if isinstance(value, (jax.Array, np.ndarray)) and not isinstance(value, jax.core.Tracer) \
+            and np.issubdtype(value.dtype, np.integer):
+        return np.asarray(value).tolist()
+    return value
+
+
 def ntuple(value, n: int, *, op: str, name: str, minimum: int | None = None) -> tuple[int, ...]:
-    """An int or a list of `n` ints -> a tuple of `n` ints (Paddle's `convert_to_list`).
+    """An int or a list of `n` ints (or a concrete integer tensor) -> a tuple of `n` ints (Paddle's
+    `convert_to_list`).
 
     Example:
       >>> ntuple(3, 2, op="nn.Conv2D", name="kernel_size")
       (3, 3)
     """
+    value = concrete_ints(value)
     if is_int(value):
         out = (int(value),) * n
     elif isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) and len(value) == n \

@@ -29,6 +29,14 @@ def _need_clip(param) -> bool:
     return bool(getattr(param, "need_clip", True))
 
 
+class _BoundError(ValueError, AssertionError):
+    """A clip bound Paddle refuses with an assertion (pdx's message; a ValueError too)."""
+
+
+class _DtypeError(TypeError, RuntimeError):
+    """A gradient dtype Paddle has no clip kernel for (Paddle's RuntimeError; a TypeError too)."""
+
+
 def _check_number(op: str, arg: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{op}: {arg} must be a float; got {value!r}")
@@ -93,7 +101,7 @@ class ClipGradByValue(GradientClipBase):
         max_ = _check_number("ClipGradByValue", "max", max)
         if min is None:
             if max_ <= 0.0:
-                raise ValueError(f"ClipGradByValue: max must be positive when min is None (min defaults to -max); got max={max_}")
+                raise _BoundError(f"ClipGradByValue: max must be positive when min is None (min defaults to -max); got max={max_}")
             min_ = -max_
         else:
             min_ = _check_number("ClipGradByValue", "min", min)
@@ -125,6 +133,8 @@ class ClipGradByNorm(GradientClipBase):
 
     def __init__(self, clip_norm: float) -> None:
         self.clip_norm = _check_number("ClipGradByNorm", "clip_norm", clip_norm)
+        if self.clip_norm <= 0.0:
+            raise ValueError(f"ClipGradByNorm: clip_norm must be greater than 0; got clip_norm={self.clip_norm}")
 
     def _clip(self, grads, need_clip):
         out = []
@@ -132,6 +142,9 @@ class ClipGradByNorm(GradientClipBase):
             if not m:
                 out.append(g)
                 continue
+            if not jnp.issubdtype(g.dtype, jnp.floating):  # Paddle: RuntimeError (no kernel for the dtype)
+                raise _DtypeError(f"ClipGradByNorm: gradients must be floating point; got a {g.dtype} gradient "
+                                  f"of shape {tuple(g.shape)}")
             norm = jnp.sqrt(jnp.sum(jnp.square(g.astype(jnp.promote_types(g.dtype, jnp.float32)))))
             scale = jnp.where(norm <= self.clip_norm, 1.0, self.clip_norm / norm)
             out.append(g * scale.astype(g.dtype))

@@ -61,8 +61,8 @@ class PairwiseDistance(Layer):
 
     def __init__(self, p=2.0, epsilon=1e-6, keepdim=False, name=None, *, rngs=None):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 0:
-            raise layer_error("PairwiseDistance", f"p must be a number >= 0; got p={p!r}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)):  # any order, as in Paddle (-inf: the min)
+            raise layer_error("PairwiseDistance", f"p must be a number; got p={p!r}")
         self.p = p
         self.epsilon = epsilon
         self.keepdim = keepdim

@@ -8,6 +8,9 @@ layer's state (`pdx.jit`, `nnx.jit`). Eval mode and p == 0 never touch it.
 
 from __future__ import annotations
 
+import jax
+import numpy as np
+
 import pdx.nn.functional as F
 from pdx.nn._common import init_rng_state, layer_error, next_rng
 from pdx.nn._layer import Layer, as_rngs
@@ -18,7 +21,11 @@ _MODES = ("upscale_in_train", "downscale_in_infer")
 
 
 def _check_p(p, layer: str) -> float:
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+    if isinstance(p, (jax.Array, np.ndarray)) and not isinstance(p, jax.core.Tracer) and np.size(p) == 1:
+        p = float(np.asarray(p).reshape(()))  # Paddle's Dropout(p=paddle.to_tensor(0.5))
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.floating, np.integer)):
+        raise TypeError(f"pdx.nn.{layer}: p must be a float in [0, 1]; got p={p!r} ({type(p).__name__})")
+    if not 0 <= p <= 1:
         raise layer_error(layer, f"p must be a float in [0, 1]; got p={p!r}")
     return float(p)
 

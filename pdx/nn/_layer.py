@@ -625,6 +625,22 @@ class Layer(nnx.Module):
         _param_names.record_listing(self, params)
         return params
 
+    @property
+    def _parameters(self) -> dict[str, nnx.Param]:
+        """Paddle's `layer._parameters`: this layer's own parameters by attribute name (a fresh dict; code
+        reads it, e.g. `layer._parameters["weight_u"].set_value(v)`)."""
+        return dict(self.named_parameters(include_sublayers=False))
+
+    @property
+    def _buffers(self) -> dict[str, Buffer]:
+        """Paddle's `layer._buffers`: this layer's own buffers by attribute name (a fresh dict)."""
+        return dict(self.named_buffers(include_sublayers=False))
+
+    @property
+    def _sub_layers(self) -> dict[str, "Layer"]:
+        """Paddle's `layer._sub_layers`: the direct sublayers by attribute name (a fresh dict)."""
+        return dict(self.named_children())
+
     def named_buffers(self, prefix: str = "", include_sublayers: bool = True):
         for name, b in self._named_variables(Buffer, include_sublayers):
             yield (f"{prefix}.{name}" if prefix else name), b

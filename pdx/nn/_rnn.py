@@ -101,9 +101,14 @@ def _swap_batch_time(tree):
 def _scan(cell_fn, xs, states, mask, zero_padded):
     """`cell_fn(x_t, states) -> (outputs, new_states)` over the leading (time) axis of `xs`;
     where `mask` [T, B] is False the state is kept (and the output zeroed if `zero_padded`)."""
+    carry_def = jax.tree.structure(states)
+
     def body(carry, sliced):
         x_t, mask_t = sliced
         out, new = cell_fn(x_t, carry)
+        leaves = jax.tree.leaves(new)
+        if len(leaves) == carry_def.num_leaves:  # states given as lists ([h, c], as Paddle takes) stay lists
+            new = carry_def.unflatten(leaves)
         if mask_t is not None:
             new = _keep_where(mask_t, new, carry)
             if zero_padded:

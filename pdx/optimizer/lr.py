@@ -89,9 +89,13 @@ def _check_float(cls: str, arg: str, value) -> float:
     return float(value)
 
 
+class _CountError(ValueError, AssertionError):
+    """A step count Paddle refuses with an assertion (pdx's message; a ValueError too)."""
+
+
 def _check_positive_int(cls: str, arg: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{cls}: {arg} must be a positive int; got {value!r}")
+        raise _CountError(f"{cls}: '{arg}' must be a positive integer; got {value!r}")
     return int(value)
 
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._random import in_trace
-from pdx._args import as_array, is_int, ntuple, op_error  # noqa: F401 (is_int, ntuple: used by the ops)
+from pdx._args import as_array, concrete_ints, is_int, ntuple, op_error  # noqa: F401 (used by the ops)
 
 # Spatial-layout names Paddle accepts, per number of spatial dims.
 CHANNEL_FIRST = {1: "NCL", 2: "NCHW", 3: "NCDHW"}

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx.nn.functional._args import (
-    CHANNEL_FIRST, array, check_rank, compiled, error, is_int, ntuple, padding_spec, same_pads, spatial_format,
+    CHANNEL_FIRST, array, check_rank, compiled, concrete_ints, error, is_int, ntuple, padding_spec, same_pads, spatial_format,
 )
 
 __all__ = [
@@ -203,6 +203,7 @@ def _adaptive_pool(x, output_size, data_format, kind, return_mask, n, op):
     check_rank(x, n + 2, data_format, op=op)
     axes = tuple(range(1, n + 1)) if is_last else tuple(range(2, n + 2))
     sizes = [x.shape[a] for a in axes]
+    output_size = concrete_ints(output_size)
     if is_int(output_size):
         outs = [int(output_size)] * n
     elif isinstance(output_size, (list, tuple)) and len(output_size) == n:
