@@ -21,8 +21,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from pdx._safefile import load_json, read_file
@@ -142,9 +144,6 @@ def _read(file: str, role: str, table: dict):
 
 
 def _missing_params_message(path: str, params_file: str) -> str:
-    if os.path.exists(f"{path}.pdparams"):  # Paddle's own Model.save layout (a pickle)
-        return (f"Model.load: {path}.pdparams is a Paddle file, not one pdx's Model.save wrote ({params_file} "
-                "does not exist). " + _UNVERIFIED.format(table=f"{path}.json"))
     return (f"Model.load: {params_file} does not exist; pass the path given to Model.save "
             "(without the .pdparams.safetensors suffix)")
 
@@ -158,9 +157,38 @@ def load_state(state, path: str, *, skip_mismatch: bool = False, reset_optimizer
     """
     params_file = f"{path}.pdparams.safetensors"
     if not os.path.lexists(params_file):
+        if os.path.isfile(f"{path}.pdparams"):
+            return _load_paddle_params(state, f"{path}.pdparams", skip_mismatch)
         raise ModelFileError(_missing_params_message(path, params_file))
     table = _read_table(path, params_file)
     loaded = _read(params_file, "params", table)
+    new, problems = _apply(state, loaded, skip_mismatch)
+    # The optimizer file is read only when this save's table lists it: a save
+    # with training=False leaves any older .pdopt file out of its table.
+    if reset_optimizer or "optimizer" not in table or state.spec.tx is None:
+        return new, problems
+    return _load_optimizer(new, f"{path}.pdopt.safetensors", table), problems
+
+
+def _load_paddle_params(state, file: str, skip_mismatch: bool):
+    """Parameters from a Paddle `.pdparams` (`paddle.save(net.state_dict(), ...)` or Paddle's Model.save), read by
+    pdx.load's pickle parser (no code runs); the optimizer starts fresh (Paddle's `.pdopt` is not read)."""
+    from pdx.checkpoint import CheckpointCorruptError, load
+
+    try:
+        loaded = load(file)
+    except CheckpointCorruptError as e:
+        raise ModelFileError(f"Model.load: {file}: {e}") from None
+    if not isinstance(loaded, dict):
+        raise ModelFileError(f"Model.load: {file} holds a {type(loaded).__name__}, not a state dict")
+    if os.path.exists(file[:-len(".pdparams")] + ".pdopt"):
+        warnings.warn(f"Model.load: {file} is a Paddle file: its parameters are loaded, and the optimizer starts "
+                      "fresh (Paddle's .pdopt optimizer state is not read)", stacklevel=3)
+    return _apply(state, {k: jnp.asarray(v) for k, v in loaded.items()}, skip_mismatch)
+
+
+def _apply(state, loaded: dict, skip_mismatch: bool):
+    """`state` with its parameters and buffers taken from `loaded` (name -> array), checked by name and shape."""
     params, buffers = dict(state.params), dict(state.buffers)
     problems = []
     for name in state.spec.names:
@@ -176,12 +204,11 @@ def load_state(state, path: str, *, skip_mismatch: bool = False, reset_optimizer
     if problems and not skip_mismatch:
         raise ModelFileError("Model.load: " + "; ".join(problems) + ". Nothing was loaded; pass skip_mismatch=True "
                              "to load the matching entries only")
-    new = state.replace(params=params, buffers=buffers)
-    # The optimizer file is read only when this save's table lists it: a save
-    # with training=False leaves any older .pdopt file out of its table.
-    if reset_optimizer or "optimizer" not in table or state.spec.tx is None:
-        return new, problems
-    opt_file = f"{path}.pdopt.safetensors"
+    return state.replace(params=params, buffers=buffers), problems
+
+
+def _load_optimizer(new, opt_file: str, table: dict):
+    """`new` with its optimizer state read from `opt_file` (listed in `table`)."""
     flat = _read(opt_file, "optimizer", table)
     template = _opt_flat(new)
     missing = [k for k in template if k not in flat]
@@ -202,4 +229,4 @@ def load_state(state, path: str, *, skip_mismatch: bool = False, reset_optimizer
     scale = type(new.loss_scale)(**{k: flat[f"train/loss_scale/{k}"] for k in new.loss_scale._fields})
     new = new.replace(opt_state=opt_state, loss_scale=scale,
                       **{k: flat[f"train/{k}"].astype(getattr(new, k).dtype) for k in _SCALARS})
-    return new, problems
+    return new

@@ -176,7 +176,9 @@ def test_optimizer_file_follows_the_table(saved, copy):
     np.testing.assert_array_equal(_weights(fresh)["weight"], _weights(model)["weight"])
 
 
-def test_paddle_written_weights_load_by_the_explicit_call(tmp_path):
+def test_paddle_written_weights_load(tmp_path):
+    """Model.load(path) of Paddle's `path.pdparams` reads it through pdx.load's pickle parser, as Paddle's
+    Model.load does; pdx's own save is checked against its sha256 table, and a broken pickle is refused."""
     import paddle
 
     paddle.seed(3)
@@ -184,14 +186,20 @@ def test_paddle_written_weights_load_by_the_explicit_call(tmp_path):
     paddle.save(ref.state_dict(), str(tmp_path / "m.pdparams"))  # Paddle's Model.save layout: a pickle, no table
     x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
     expected = ref(paddle.to_tensor(x)).numpy()
-    with pytest.raises(ModelFileError, match=r"Paddle file.*set_state_dict\(pdx\.load"):
-        _model(1).load(str(tmp_path / "m"))
-    net = nn.Linear(4, 3)
-    net.set_state_dict(pdx.load(str(tmp_path / "m.pdparams")))
-    model = pdx.Model(net)
-    model.prepare(loss=F.mse_loss)
+    model = _model(1)
+    model.load(str(tmp_path / "m"))
     got = model.predict((x,), batch_size=2, stack_outputs=True, verbose=0)[0]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    net = nn.Linear(4, 3)  # the explicit form works as well
+    net.set_state_dict(pdx.load(str(tmp_path / "m.pdparams")))
+    np.testing.assert_array_equal(np.asarray(net.weight[...]), ref.weight.numpy())
+    paddle.save(paddle.nn.Linear(4, 5).state_dict(), str(tmp_path / "wide.pdparams"))
+    with pytest.raises(ModelFileError, match="shape"):
+        _model(1).load(str(tmp_path / "wide"))
+    data = (tmp_path / "m.pdparams").read_bytes()
+    (tmp_path / "cut.pdparams").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFileError, match="cut.pdparams"):
+        _model(1).load(str(tmp_path / "cut"))
 
 
 def test_fuzz_model_load(saved, tmp_path):
