@@ -190,7 +190,7 @@ _JAX_VALUE_ERRORS = _VALUE_NEEDED[:4]
 _VALUE_IN_GRADIENT = (
     "{fname}: the function reads a value in Python (float(x), np.asarray(x), x.tolist(), ...) of a "
     "tensor that the gradient depends on, and JAX's differentiation tracer refuses that conversion.{where} "
-    "The pdx way: x.numpy() and x.item() work inside the function when it runs op by op (they detach, "
+    "The pdx way: x.numpy(), x.item() and float(x) work inside the function when it runs op by op (they detach, "
     "as in Paddle); for logging, return the value as aux (`pdx.value_and_grad(f, has_aux=True)` gives "
     "`(loss, aux), grads`) and call float() on it after the step; keep metric updates outside the "
     "differentiated function."

@@ -981,6 +981,37 @@ def _shape_property(get: Callable) -> property:
     return prop
 
 
+def _concrete_conversion(name: str, original: Callable | None, convert: Callable) -> Callable:
+    """`Tracer.<name>` that converts a tracer holding a value (pdx.value_and_grad op by op) as its value
+    (detached, as Paddle's eager `float(loss)` / `f"{loss:.4f}"`), and keeps JAX's behaviour otherwise."""
+
+    def method(self, *args):
+        value = _concrete_value(self)
+        if value is not None:
+            return convert(np.asarray(value), *args)
+        if original is None:
+            return object.__format__(self, *args)
+        return original(self, *args)
+
+    method.__name__ = name
+    method.pdx_original = original
+    return method
+
+
+_CONVERSIONS = {"__float__": float, "__complex__": complex, "__format__": format}
+
+
+def _install_conversions() -> None:
+    # JAX's tracers convert int() and bool() of a held value already; float(), complex() and formatting too
+    tracer = _tracer_class()
+    for name, convert in _CONVERSIONS.items():
+        current = tracer.__dict__.get(name)
+        if getattr(current, "pdx_original", False) is not False:
+            continue
+        _JAX_ORIGINAL[(tracer, name)] = current
+        setattr(tracer, name, _concrete_conversion(name, current, convert))
+
+
 def _install_shape() -> None:
     for cls in _array_classes():
         current = cls.__dict__.get("shape")
@@ -1041,6 +1072,7 @@ def register() -> dict[str, str]:
             _INSTALLED[key] = new
     _install_index_check()
     _install_shape()
+    _install_conversions()
     _STATUS.clear()
     _STATUS.update({name: status for name, (status, _) in plan.items()
                     if any(_INSTALLED.get((cls, name)) is not None for cls in _array_classes())})

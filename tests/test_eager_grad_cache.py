@@ -161,9 +161,9 @@ def test_values_read_in_python_fall_back_to_op_by_op():
 
 
 def test_numpy_inside_the_function(paddle):
-    """x.numpy() / x.item() inside the differentiated function give the value, detached, as in
-    Paddle (the function runs op by op); float(x) / np.asarray(x) raise an error naming the pdx
-    way; a shape-[1] loss is taken as Paddle's backward takes it."""
+    """x.numpy() / x.item() / float(x) inside the differentiated function give the value, detached, as in
+    Paddle (the function runs op by op); np.asarray(x) raises an error naming the pdx way; a shape-[1]
+    loss is taken as Paddle's backward takes it."""
     rng = np.random.default_rng(3)
     w, b = rng.normal(size=(6, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
     x = rng.normal(size=(5, 6)).astype(np.float32)
@@ -178,8 +178,12 @@ def test_numpy_inside_the_function(paddle):
     def shape_one(model, x):
         return (model(x) ** 2).mean().reshape([1]) * 3.0
 
+    def uses_float(model, x):
+        out = model(x).mean()
+        return out * float(out)
+
     px = paddle.to_tensor(x)
-    for f, want_grads in ((uses_numpy, None), (shape_one, None)):
+    for f, want_grads in ((uses_numpy, None), (shape_one, None), (uses_float, None)):
         pnet.clear_gradients()
         ploss = f(pnet, px)
         ploss.backward()
@@ -191,11 +195,7 @@ def test_numpy_inside_the_function(paddle):
             for k, g in want_grads.items():
                 np.testing.assert_allclose(np.asarray(grads[k]), g, rtol=1e-4, atol=1e-6)
 
-    def uses_float(model, x):
-        out = model(x).mean()
-        return out * float(out)
-
-    for conversion in (uses_float, lambda m, x: m(x).mean() * np.asarray(m(x).mean())):
+    for conversion in (lambda m, x: m(x).mean() * np.asarray(m(x).mean()),):
         with pytest.raises(TypeError, match=r"return the value as aux .*has_aux=True"):
             pdx.value_and_grad(conversion)(net, jnp.asarray(x))
     # under a compiling trace there is no value: JAX's class, with pdx's way as a note

@@ -620,3 +620,27 @@ def test_indexing_matches_paddle_bounds_and_list_forms(paddle):
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 3"):
         jax.jit(lambda a: a[:, 3])(ours)
     assert float(jax.jit(lambda a, i: a[0, 0, i])(ours, 1)) == 1.0
+
+
+def test_python_conversions_of_a_held_value_inside_value_and_grad(paddle):
+    """Paddle's eager `float(loss)` / `f"{loss:.4f}"` inside the loss: the value, detached; the gradient unchanged."""
+    data = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    seen = {}
+
+    def loss_fn(w, x):
+        loss = ((x @ w) ** 2).mean()
+        seen.update(f=float(loss), s=f"{loss:.4f}", c=complex(loss), n=loss.numpy().item())
+        return loss
+
+    w = jnp.full((3, 1), 0.5, jnp.float32)
+    loss, grad = pdx.value_and_grad(loss_fn)(w, jnp.asarray(data))
+    pd_w = paddle.to_tensor(np.full((3, 1), 0.5, np.float32), stop_gradient=False)
+    pd_loss = ((paddle.to_tensor(data) @ pd_w) ** 2).mean()
+    pd_loss.backward()
+    assert seen["f"] == pytest.approx(float(pd_loss), rel=1e-6) and seen["f"] == seen["n"] == float(loss)
+    assert seen["s"] == f"{float(pd_loss):.4f}" and seen["c"] == complex(seen["f"])
+    np.testing.assert_allclose(np.asarray(grad), pd_w.grad.numpy(), rtol=1e-6)
+    with pytest.raises(jax.errors.ConcretizationTypeError):  # compiled: no value to read, JAX's error as before
+        jax.jit(lambda t: float(t))(jnp.ones(()))
+    with pytest.raises(TypeError):
+        jax.jit(lambda t: f"{t:.2f}")(jnp.ones(()))
