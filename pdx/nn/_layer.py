@@ -604,8 +604,10 @@ class Layer(nnx.Module):
                     yield (f"{prefix}.{name}" if prefix else name), value
 
     def named_parameters(self, prefix: str = "", include_sublayers: bool = True):
-        """(dotted name, nnx.Param) pairs, shared parameters once."""
+        """(dotted name, nnx.Param) pairs, shared parameters once (each `p.name` is then its name here)."""
         for name, p in self._named_variables(nnx.Param, include_sublayers):
+            if not prefix and include_sublayers:
+                _param_names.record_listing(self, (p,))
             yield (f"{prefix}.{name}" if prefix else name), p
 
     def parameters(self, include_sublayers: bool = True) -> list[nnx.Param]:

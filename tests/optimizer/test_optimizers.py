@@ -225,3 +225,46 @@ def test_set_lr_matches_paddle(paddle, rng):
         assert ours.get_lr() == ref.get_lr() == 0.003
         assert ours._learning_rate == 0.003
     run_both(paddle, rng, "Adam", dict(learning_rate=0.01), steps=3, check=check)
+
+
+def test_adamw_decay_list_from_param_names_matches_paddle(paddle):
+    """PaddleNLP's idiom: `decay = [p.name for n, p in model.named_parameters() if not any(k in n for k in
+    ("bias", "norm"))]`, `apply_decay_param_fun=lambda name: name in decay`; 5 steps on the same weights and
+    gradients equal paddle's."""
+    import pdx
+
+    def build(m):
+        class Net(m.nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.fc = m.nn.Linear(4, 3)
+                self.norm = m.nn.LayerNorm(3)
+                self.out = m.nn.Linear(3, 2)
+
+            def forward(self, x):
+                return self.out(self.norm(self.fc(x)))
+
+        return Net()
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    ref, net = build(paddle), build(pdx)
+    net.set_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})
+    opts = []
+    for m, model in ((paddle, ref), (pdx, net)):
+        decay = [p.name for n, p in model.named_parameters() if not any(k in n for k in ("bias", "norm"))]
+        assert len(decay) == 2
+        opts.append(m.optimizer.AdamW(learning_rate=0.1, parameters=model.parameters(), weight_decay=0.5,
+                                      apply_decay_param_fun=lambda name, decay=decay: name in decay))
+    for _ in range(5):
+        loss = (ref(paddle.to_tensor(x)) ** 2).mean()
+        loss.backward()
+        grads = {n: p.grad.numpy() for n, p in ref.named_parameters()}
+        opts[0].step()
+        opts[0].clear_grad()
+        opts[1].step(grads)
+    for n, p in ref.named_parameters():
+        np.testing.assert_allclose(np.asarray(net.state_dict()[n]), p.numpy(), rtol=1e-4, atol=1e-5, err_msg=n)
+    lone = pdx.nn.Linear(2, 2)
+    assert lone.weight.name.startswith("param_")  # no Layer has listed it yet
+    assert [p.name for p in lone.parameters()] == ["weight", "bias"]
