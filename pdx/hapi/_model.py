@@ -527,13 +527,36 @@ class Model:
         """Save parameters (and, if training, optimizer state, step and loss scale) under `path`.
 
         Writes `{path}.pdparams.safetensors`, `{path}.pdopt.safetensors` and
-        `{path}.json` (sha256 manifest). Nothing is pickled. For deployment
-        export, use `pdx.jit.save`.
+        `{path}.json` (sha256 manifest). Nothing is pickled. With
+        `training=False` and the Model's `inputs` InputSpecs, also the inference
+        program, as Paddle's does: `pdx.jit.save(network, path, inputs)` writes
+        the artifact directory `{path}/`, which `pdx.jit.load(path)` and
+        `pdx.inference.Config(f"{path}.pdmodel", f"{path}.pdiparams")` run.
         """
         state = self._state
         if state is None:
             state = TrainState.create(self._network)
-        return _save.save_state(state, str(path), training=training and self._optimizer is not None)
+        out = _save.save_state(state, str(path), training=training and self._optimizer is not None)
+        if not training:
+            self._save_inference(str(path))
+        return out
+
+    def _save_inference(self, path: str) -> None:
+        if self._inputs is None:
+            warnings.warn("Model.save(training=False): no inference program written (Paddle's needs the Model's "
+                          "`inputs`): build pdx.Model(net, inputs=[InputSpec(...)]) or call pdx.jit.save(net, "
+                          "path, input_spec=[...])", stacklevel=3)
+            return
+        from pdx.export import save_layer
+
+        network = self.network
+        was_training = network.training
+        network.eval()
+        try:
+            save_layer(network, path, input_spec=list(self._inputs))
+        finally:
+            if was_training:
+                network.train()
 
     def load(self, path, skip_mismatch=False, reset_optimizer=False):
         """Load what `save` wrote (Paddle's `Model.load`).

@@ -60,3 +60,22 @@ def test_paddle_inference_script_runs_a_pdx_jit_save(paddle, tmp_path):
         np.testing.assert_allclose(clone_out, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(Exception, match="does not exist"):  # neither a Paddle program nor a pdx artifact
         paddle_infer.create_predictor(paddle_infer.Config(f"{tmp_path}/other.json", f"{tmp_path}/other.pdiparams"))
+
+
+def test_model_save_for_inference_runs_in_paddle_inference_form(tmp_path):
+    """hapi `Model.save(path, training=False)` writes the inference program too, as Paddle's does."""
+    pdx.seed(0)
+    net = pdx.nn.Sequential(pdx.nn.Linear(6, 8), pdx.nn.ReLU(), pdx.nn.Dropout(0.5), pdx.nn.Linear(8, 3))
+    model = pdx.Model(net, inputs=[pdx.static.InputSpec([None, 6], "float32", "x")])
+    model.prepare(pdx.optimizer.Adam(parameters=model.parameters()), pdx.nn.CrossEntropyLoss())
+    x = np.random.default_rng(1).standard_normal((5, 6)).astype(np.float32)
+    model.save(str(tmp_path / "infer"), training=False)
+    want = model.predict((x,), batch_size=5, stack_outputs=True, verbose=0)[0]
+    predictor = paddle_infer.create_predictor(paddle_infer.Config(f"{tmp_path}/infer.pdmodel",
+                                                                  f"{tmp_path}/infer.pdiparams"))
+    np.testing.assert_allclose(predictor.run([x])[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(pdx.jit.load(str(tmp_path / "infer"))(x)), want, rtol=1e-5, atol=1e-6)
+    assert net.training  # the network is back in the mode it was in
+    bare = pdx.Model(net)
+    with pytest.warns(UserWarning, match="inputs"):
+        bare.save(str(tmp_path / "bare"), training=False)
