@@ -42,6 +42,7 @@ from flax import errors as nnx_errors
 from flax import nnx
 
 from pdx import _nnx, _random, _trace_context
+from pdx._shape import Shape
 from pdx._graph import Graph, free_refs, is_graph_node, run_with_values, same_leaves
 from pdx._static_layers import to_static_switch
 
@@ -285,7 +286,7 @@ def _object_key(obj) -> tuple:
         items = ((n, getattr(obj, n, None)) for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()))
     key = []
     for n, v in items:
-        if type(v) in _PY_SCALARS or (type(v) is tuple and _hashable(v)):
+        if type(v) in _PY_SCALARS or (type(v) in (tuple, Shape) and _hashable(v)):
             key.append((n, type(v), v))
         elif isinstance(v, (list, tuple, dict)):  # a dict of options, a list of sizes: by value
             leaves, treedef = jax.tree.flatten(v, is_leaf=is_graph_node)
@@ -648,7 +649,7 @@ def _unchanged(containers: list):
 
 def _flat(items):
     for x in items:
-        yield from (x if type(x) is tuple else (x,))
+        yield from (x if type(x) in (tuple, Shape) else (x,))
 
 
 def _restore(undo) -> None:

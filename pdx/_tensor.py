@@ -70,6 +70,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pdx._dtype import convert_dtype
+from pdx._shape import Shape
 from pdx._tensor_names import ENV_SWITCH, PADDLE_TENSOR_METHODS
 from pdx._tensor_names import methods_enabled as enabled
 
@@ -920,48 +921,6 @@ def _install_index_check() -> None:
             continue
         _JAX_ORIGINAL[(cls, "__getitem__")] = current
         setattr(cls, "__getitem__", _bounds_checked_getitem(current))
-
-
-class Shape(tuple):
-    """`x.shape`: JAX's tuple of dims, which also takes Paddle's list uses of a shape.
-
-    Paddle's `x.shape` is a list; ported code writes `x.shape[:-1] + [h, d]`,
-    `[b] + x.shape[1:]` and `x.shape == [3]`. A `Shape` is a tuple, hashed and
-    compared with tuples exactly as JAX's (so every JAX use is unchanged); adding a
-    list gives a list and comparing with a list compares the dims; slices stay
-    `Shape`s. `s[0] = -1` cannot work on a tuple and raises naming `list(x.shape)`.
-
-    Example:
-      >>> import pdx
-      >>> x = pdx.ones([2, 3, 8])
-      >>> x.shape[:-1] + [2, 4], x.shape == [2, 3, 8], x.shape == (2, 3, 8)
-      ([2, 3, 2, 4], True, True)
-    """
-
-    __slots__ = ()
-    __hash__ = tuple.__hash__
-
-    def __add__(self, other):
-        return list(self) + other if isinstance(other, list) else tuple.__add__(self, other)
-
-    def __radd__(self, other):
-        if isinstance(other, list):
-            return other + list(self)
-        return tuple.__add__(other, self) if isinstance(other, tuple) else NotImplemented
-
-    def __eq__(self, other):
-        return list(self) == other if isinstance(other, list) else tuple.__eq__(self, other)
-
-    def __ne__(self, other):
-        return list(self) != other if isinstance(other, list) else tuple.__ne__(self, other)
-
-    def __getitem__(self, index):
-        out = tuple.__getitem__(self, index)
-        return Shape(out) if isinstance(index, slice) else out
-
-    def __setitem__(self, index, value):
-        raise TypeError(f"x.shape is a tuple in pdx (JAX's shape), so `shape[{index!r}] = {value!r}` cannot "
-                        "change it: copy it into a list first, `shape = list(x.shape)`, then edit the list")
 
 
 def _shape_property(get: Callable) -> property:

@@ -501,6 +501,8 @@ def test_shape_takes_paddles_list_uses(paddle):
     assert pickle.loads(pickle.dumps(s)) == (2, 3, 8)
     assert jnp.zeros(s).shape == (2, 3, 8) and np.zeros(s).shape == (2, 3, 8)
     assert pdx.nn.Linear(8, 4).weight.shape == [8, 4]
+    # a pytree node like JAX's tuple: its dims are the leaves, jax.tree.map maps them
+    assert jax.tree.leaves((s, 1)) == [2, 3, 8, 1] and jax.tree.map(lambda d: 2 * d, s) == (4, 6, 16)
     with pytest.raises(TypeError, match=r"shape = list\(x.shape\)"):
         s[0] = -1
 
