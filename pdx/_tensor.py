@@ -924,15 +924,22 @@ def _install_index_check() -> None:
 
 
 def _shape_property(get: Callable) -> property:
-    cache: dict[tuple, Shape] = {}  # dims -> its Shape (shapes repeat: one object each)
+    # dims -> its Shape: shapes repeat, one object each. Only integer dims are kept: a symbolic dim
+    # (export with None dims) compares with another scope's by raising, and keeps its scope alive.
+    cache: dict[tuple, Shape] = {}
 
     def shape(self):
         dims = get(self)
-        out = cache.get(dims)
+        try:
+            out = cache.get(dims)
+        except Exception:  # noqa: BLE001 - a symbolic dim hashed like a kept key: no cache for it
+            return Shape(dims)
         if out is None:
-            if len(cache) >= 65536:
-                cache.clear()
-            out = cache[dims] = Shape(dims)
+            out = Shape(dims)
+            if all(type(d) is int for d in dims):
+                if len(cache) >= 65536:
+                    cache.clear()
+                cache[dims] = out
         return out
 
     prop = property(shape, doc="The dims (a `pdx.Tensor`'s `Shape`: a tuple that also takes Paddle's list uses).")
