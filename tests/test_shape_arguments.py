@@ -60,8 +60,8 @@ def test_pdx_shape_as_an_argument_under_jit(paddle):
         np.testing.assert_array_equal(np.asarray(g), w.numpy(), err_msg=f"output {i}")
     # eager: a Tensor, as Paddle's
     assert isinstance(pdx.shape(x), jax.Array) and pdx.shape(x).tolist() == list(px.shape)
-    # JAX's x.shape is still JAX's tuple, and list(x.shape) gives Paddle's list idioms
-    assert type(x.shape) is tuple and x.shape == (2, 3, 4)
+    # x.shape is a tuple to JAX that also takes Paddle's list idioms; list(x.shape) is Paddle's list
+    assert isinstance(x.shape, tuple) and x.shape == (2, 3, 4) and x.shape == px.shape
     s = list(x.shape)
     s[0] = -1
     assert s[:-1] + [2, 2] == [-1, 3, 2, 2] and list(x.shape) == [2, 3, 4] == px.shape

@@ -240,11 +240,12 @@ def test_convert_to_mixed_precision_halves_weights_and_paddle_runs_it(paddle, sa
                                              keep_io_types=False)
 
 
-def test_pdx_artifacts_are_named_and_jit_load_keeps_them(tmp_path):
+def test_pdx_artifacts_run_in_the_predictor_and_jit_load_keeps_them(tmp_path):
     net = pdx.nn.Linear(4, 2)
     path = pdx.jit.save(net, tmp_path / "net", [pdx.jit.InputSpec([None, 4], "float32", "x")])
-    with pytest.raises(inference.ModelFormatError, match=r"pdx export artifact; run it with pdx.export.load"):
-        inference.create_predictor(inference.Config(str(path)))
+    x = np.ones((3, 4), np.float32)
+    out = inference.create_predictor(inference.Config(str(path))).run([x])[0]
+    np.testing.assert_allclose(out, np.asarray(net(x)), rtol=1e-6, atol=1e-6)
     assert type(pdx.jit.load(path)).__name__ == "TranslatedLayer"
 
 
